@@ -1,0 +1,104 @@
+import Foundation
+
+/// An entity of a model: its name, its properties, its place in an inheritance tree
+/// (`NSEntityDescription`).
+///
+/// ```swift
+/// EntityDescription(name: "Folder", properties: [
+///     .attribute("name", .string, isOptional: false),
+///     .relationship("notes", destination: "Note", toMany: true, inverse: "folder", deleteRule: .cascade),
+/// ])
+/// ```
+///
+/// An entity is mutated only while the ``ManagedObjectModel`` that owns it is being built; after
+/// that it is immutable and may be used from any queue.
+public final class EntityDescription: @unchecked Sendable, Hashable, CustomStringConvertible {
+    /// The entity's name.
+    public let name: String
+    /// The class of the entity's objects: `ManagedObject` or a subclass of it.
+    public let managedObjectClass: ManagedObject.Type
+    /// Whether the entity has no instances of its own (only its sub-entities do).
+    public let isAbstract: Bool
+    /// The name of the entity this one inherits from, if any.
+    public let superentityName: String?
+    /// The properties the entity declares itself (not those it inherits).
+    public let declaredProperties: [PropertyDescription]
+    /// Sets of attribute names whose values must be unique across the entity's objects.
+    public let uniquenessConstraints: [[String]]
+    /// Free-form information, as in Core Data.
+    public var userInfo: [String: String] = [:]
+
+    /// The model the entity belongs to.
+    public internal(set) weak var managedObjectModel: ManagedObjectModel?
+    /// The entity this one inherits from.
+    public internal(set) weak var superentity: EntityDescription?
+    /// The entities that inherit from this one.
+    public internal(set) var subentities: [EntityDescription] = []
+    /// All properties, inherited ones first.
+    public internal(set) var properties: [PropertyDescription] = []
+    public internal(set) var propertiesByName: [String: PropertyDescription] = [:]
+    public internal(set) var attributesByName: [String: AttributeDescription] = [:]
+    public internal(set) var relationshipsByName: [String: RelationshipDescription] = [:]
+
+    var attributes: [AttributeDescription] = []
+    var relationships: [RelationshipDescription] = []
+    /// Attributes that are stored (not transient).
+    var storedAttributes: [AttributeDescription] = []
+    /// The topmost entity of the inheritance tree; its objects share one table.
+    unowned(unsafe) var rootEntity: EntityDescription! = nil
+    /// The entity's number in the model (stable: entities sorted by name).
+    var entityCode: Int = 0
+    /// This entity and every entity below it.
+    var selfAndDescendants: [EntityDescription] = []
+
+    /// Creates an entity.
+    ///
+    /// - Parameters:
+    ///   - managedObjectClass: the class of its objects, a subclass of `ManagedObject` with typed accessors.
+    ///   - superentity: the name of the entity it inherits from.
+    ///   - isAbstract: whether only sub-entities have instances.
+    public init(
+        name: String, managedObjectClass: ManagedObject.Type = ManagedObject.self, superentity: String? = nil,
+        isAbstract: Bool = false, properties: [PropertyDescription], uniquenessConstraints: [[String]] = []
+    ) {
+        self.name = name
+        self.managedObjectClass = managedObjectClass
+        self.superentityName = superentity
+        self.isAbstract = isAbstract
+        self.declaredProperties = properties
+        self.uniquenessConstraints = uniquenessConstraints
+    }
+
+    func copy() -> EntityDescription {
+        let copy = EntityDescription(
+            name: name, managedObjectClass: managedObjectClass, superentity: superentityName, isAbstract: isAbstract,
+            properties: declaredProperties.map { $0.copy() }, uniquenessConstraints: uniquenessConstraints)
+        copy.userInfo = userInfo
+        return copy
+    }
+
+    public var description: String { name }
+
+    public static func == (lhs: EntityDescription, rhs: EntityDescription) -> Bool { lhs === rhs }
+    public func hash(into hasher: inout Hasher) { hasher.combine(ObjectIdentifier(self)) }
+
+    /// Whether this entity is `other` or inherits from it.
+    public func isKindOf(entity other: EntityDescription) -> Bool {
+        var entity: EntityDescription? = self
+        while let e = entity {
+            if e === other { return true }
+            entity = e.superentity
+        }
+        return false
+    }
+
+    /// Core Data's `NSEntityDescription.insertNewObject(forEntityName:into:)`.
+    public static func insertNewObject(forEntityName name: String, into context: ManagedObjectContext) -> ManagedObject {
+        context.insertNewObject(forEntityName: name)
+    }
+
+    /// Core Data's `NSEntityDescription.entity(forEntityName:in:)`.
+    public static func entity(forEntityName name: String, in context: ManagedObjectContext) -> EntityDescription? {
+        context.model?.entitiesByName[name]
+    }
+}

@@ -1,0 +1,237 @@
+import Foundation
+
+/// A model: the entities of an object graph (`NSManagedObjectModel`).
+///
+/// Building a model resolves every relationship's destination and inverse and every entity's
+/// inheritance. A model with a mistake in it (a dangling destination or inverse, a duplicate name,
+/// an unknown super-entity) is refused: ``validate()`` throws an ``ObjectGraphError/invalidModel``
+/// error that names it, and so does adding a store to a coordinator that uses the model.
+///
+/// A model is immutable once built and may be shared by any number of coordinators and queues.
+public final class ManagedObjectModel: @unchecked Sendable, CustomStringConvertible {
+    /// The entities, in the order given.
+    public let entities: [EntityDescription]
+    /// The entities by name.
+    public let entitiesByName: [String: EntityDescription]
+    /// Problems found while building the model; empty for a valid model.
+    public let validationErrors: [ObjectGraphError]
+    /// A hash of everything in the model that affects how objects are stored. Two models with the
+    /// same hash read and write the same stores.
+    public let versionHash: String
+    /// Version identifiers, free-form, as in Core Data.
+    public var versionIdentifiers: Set<String> = []
+
+    /// Entities sorted by name; an entity's `entityCode` is its position here.
+    let entitiesByCode: [EntityDescription]
+
+    /// Builds a model from entity descriptions.
+    ///
+    /// Entities that already belong to another model are copied.
+    public init(entities: [EntityDescription]) {
+        let owned = entities.map { $0.managedObjectModel == nil ? $0 : $0.copy() }
+        self.entities = owned
+        var errors: [ObjectGraphError] = []
+        var byName: [String: EntityDescription] = [:]
+        for entity in owned {
+            if byName[entity.name] != nil {
+                errors.append(ObjectGraphError(.invalidModel, "Duplicate entity name '\(entity.name)'", entityName: entity.name))
+            }
+            byName[entity.name] = entity
+        }
+        self.entitiesByName = byName
+        self.entitiesByCode = owned.sorted { $0.name < $1.name }
+        Self.resolve(owned, byName: byName, errors: &errors)
+        self.validationErrors = errors
+        self.versionHash = Self.computeVersionHash(entitiesByCode)
+        for (code, entity) in entitiesByCode.enumerated() { entity.entityCode = code }
+        for entity in owned { entity.managedObjectModel = self }
+    }
+
+    /// Builds a model, throwing when it is invalid.
+    ///
+    /// - Throws: ``ObjectGraphError/invalidModel`` naming every mistake.
+    public convenience init(validating entities: [EntityDescription]) throws {
+        self.init(entities: entities)
+        try validate()
+    }
+
+    /// Throws when the model is invalid.
+    ///
+    /// - Throws: ``ObjectGraphError/invalidModel`` naming every mistake.
+    public func validate() throws {
+        guard let first = validationErrors.first else { return }
+        if validationErrors.count == 1 { throw first }
+        throw ObjectGraphError(
+            .invalidModel, "The model has \(validationErrors.count) errors: "
+                + validationErrors.map(\.message).joined(separator: "; "),
+            underlyingErrors: validationErrors)
+    }
+
+    public var description: String { "ManagedObjectModel(\(entities.map(\.name).joined(separator: ", ")))" }
+
+    // MARK: - Resolution
+
+    private static func resolve(_ entities: [EntityDescription], byName: [String: EntityDescription], errors: inout [ObjectGraphError]) {
+        // Inheritance.
+        for entity in entities {
+            entity.subentities = []
+        }
+        for entity in entities {
+            guard let superName = entity.superentityName else { continue }
+            guard let superentity = byName[superName] else {
+                errors.append(ObjectGraphError(
+                    .invalidModel, "Entity '\(entity.name)' inherits from unknown entity '\(superName)'",
+                    entityName: entity.name))
+                continue
+            }
+            entity.superentity = superentity
+            superentity.subentities.append(entity)
+        }
+        for entity in entities {
+            var seen: Set<ObjectIdentifier> = [ObjectIdentifier(entity)]
+            var root = entity
+            while let up = root.superentity {
+                if !seen.insert(ObjectIdentifier(up)).inserted {
+                    errors.append(ObjectGraphError(
+                        .invalidModel, "Entity '\(entity.name)' is part of an inheritance cycle", entityName: entity.name))
+                    entity.superentity = nil
+                    root = entity
+                    break
+                }
+                root = up
+            }
+            entity.rootEntity = root
+        }
+        // Properties, top-down so inherited ones come first with stable indices.
+        var done: Set<ObjectIdentifier> = []
+        func layOut(_ entity: EntityDescription) {
+            guard done.insert(ObjectIdentifier(entity)).inserted else { return }
+            var properties: [PropertyDescription] = []
+            if let up = entity.superentity {
+                layOut(up)
+                properties = up.properties
+            }
+            var names = Set(properties.map(\.name))
+            for property in entity.declaredProperties {
+                if !names.insert(property.name).inserted {
+                    errors.append(ObjectGraphError(
+                        .invalidModel, "Entity '\(entity.name)' has more than one property named '\(property.name)'",
+                        entityName: entity.name, key: property.name))
+                    continue
+                }
+                property.entity = entity
+                property.index = properties.count
+                properties.append(property)
+            }
+            entity.properties = properties
+            entity.propertiesByName = Dictionary(properties.map { ($0.name, $0) }, uniquingKeysWith: { a, _ in a })
+            entity.attributes = properties.compactMap { $0 as? AttributeDescription }
+            entity.relationships = properties.compactMap { $0 as? RelationshipDescription }
+            entity.attributesByName = Dictionary(entity.attributes.map { ($0.name, $0) }, uniquingKeysWith: { a, _ in a })
+            entity.relationshipsByName = Dictionary(entity.relationships.map { ($0.name, $0) }, uniquingKeysWith: { a, _ in a })
+            entity.storedAttributes = entity.attributes.filter { !$0.isTransient }
+        }
+        for entity in entities { layOut(entity) }
+        for entity in entities {
+            var all: [EntityDescription] = []
+            func walk(_ e: EntityDescription) {
+                all.append(e)
+                e.subentities.forEach(walk)
+            }
+            walk(entity)
+            entity.selfAndDescendants = all
+        }
+        // Relationships: destinations, then inverses.
+        for entity in entities {
+            for relationship in entity.declaredProperties.compactMap({ $0 as? RelationshipDescription }) {
+                guard let destination = byName[relationship.destinationEntityName] else {
+                    errors.append(ObjectGraphError(
+                        .invalidModel,
+                        "Relationship '\(entity.name).\(relationship.name)' has unknown destination entity '\(relationship.destinationEntityName)'",
+                        entityName: entity.name, key: relationship.name))
+                    continue
+                }
+                relationship.destinationEntity = destination
+                if relationship.minCount < 0 || (relationship.maxCount > 0 && relationship.maxCount < relationship.minCount) {
+                    errors.append(ObjectGraphError(
+                        .invalidModel, "Relationship '\(entity.name).\(relationship.name)' has invalid count bounds",
+                        entityName: entity.name, key: relationship.name))
+                }
+            }
+        }
+        for entity in entities {
+            for relationship in entity.declaredProperties.compactMap({ $0 as? RelationshipDescription }) {
+                guard let inverseName = relationship.inverseName, let destination = relationship.destinationEntity else { continue }
+                guard let inverse = destination.relationshipsByName[inverseName] else {
+                    errors.append(ObjectGraphError(
+                        .invalidModel,
+                        "Relationship '\(entity.name).\(relationship.name)' names inverse '\(inverseName)', which entity '\(destination.name)' does not have",
+                        entityName: entity.name, key: relationship.name))
+                    continue
+                }
+                if let back = inverse.inverseName, back != relationship.name {
+                    errors.append(ObjectGraphError(
+                        .invalidModel,
+                        "Relationship '\(entity.name).\(relationship.name)' names inverse '\(destination.name).\(inverseName)', whose own inverse is '\(back)'",
+                        entityName: entity.name, key: relationship.name))
+                    continue
+                }
+                if let inverseDestination = inverse.destinationEntity, !entity.isKindOf(entity: inverseDestination) {
+                    errors.append(ObjectGraphError(
+                        .invalidModel,
+                        "Relationship '\(entity.name).\(relationship.name)' names inverse '\(destination.name).\(inverseName)', whose destination is '\(inverseDestination.name)', not '\(entity.name)'",
+                        entityName: entity.name, key: relationship.name))
+                    continue
+                }
+                relationship.inverseRelationship = inverse
+                inverse.inverseRelationship = relationship
+            }
+        }
+        // Uniqueness constraints.
+        for entity in entities {
+            for constraint in entity.uniquenessConstraints {
+                for name in constraint where entity.attributesByName[name] == nil {
+                    errors.append(ObjectGraphError(
+                        .invalidModel, "Uniqueness constraint of entity '\(entity.name)' names unknown attribute '\(name)'",
+                        entityName: entity.name, key: name))
+                }
+            }
+            for attribute in entity.attributes where attribute.attributeType == .transformable && attribute.valueType == nil {
+                _ = attribute  // untyped transformables hold JSON-compatible values
+            }
+        }
+    }
+
+    // MARK: - Version hash
+
+    private static func computeVersionHash(_ entities: [EntityDescription]) -> String {
+        var text = ""
+        for entity in entities {
+            text += "E:\(entity.name)|\(entity.superentityName ?? "")|\(entity.isAbstract)\n"
+            for property in entity.declaredProperties.sorted(by: { $0.name < $1.name }) {
+                if let attribute = property as? AttributeDescription {
+                    text += "A:\(attribute.name)|\(attribute.attributeType.rawValue)|\(attribute.isOptional)|\(attribute.isTransient)\n"
+                } else if let relationship = property as? RelationshipDescription {
+                    text += "R:\(relationship.name)|\(relationship.destinationEntityName)|\(relationship.inverseRelationship?.name ?? "")|"
+                        + "\(relationship.isToMany)|\(relationship.isOrdered)\n"
+                }
+            }
+            for constraint in entity.uniquenessConstraints { text += "U:\(constraint.joined(separator: ","))\n" }
+        }
+        return StableHash.hex(of: text)
+    }
+}
+
+/// A hash that is the same in every process and on every platform (unlike `Hasher`): two FNV-1a
+/// 64-bit hashes with different offsets.
+enum StableHash {
+    static func hex(of text: String) -> String {
+        var a: UInt64 = 0xcbf2_9ce4_8422_2325
+        var b: UInt64 = 0x8422_2325_cbf2_9ce4
+        for byte in text.utf8 {
+            a = (a ^ UInt64(byte)) &* 0x0000_0100_0000_01b3
+            b = (b ^ UInt64(byte)) &* 0x0000_0100_0000_01b3
+        }
+        return String(a, radix: 16) + String(b, radix: 16)
+    }
+}

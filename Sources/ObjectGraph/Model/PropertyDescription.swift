@@ -1,0 +1,187 @@
+import Foundation
+
+// Descriptions are classes, as in Core Data. They are mutated only while the ManagedObjectModel
+// that owns them is being built (resolution of entities, inverses and indices); after that they are
+// immutable and shared by every queue, hence `@unchecked Sendable`.
+
+/// A property of an entity: an attribute or a relationship (`NSPropertyDescription`).
+///
+/// Build them with ``attribute(_:_:isOptional:defaultValue:isTransient:minimum:maximum:minimumLength:maximumLength:regularExpression:valueType:)``
+/// and ``relationship(_:destination:toMany:isOrdered:inverse:deleteRule:isOptional:minimumCount:maximumCount:)``:
+///
+/// ```swift
+/// EntityDescription(name: "Note", properties: [
+///     .attribute("title", .string, isOptional: false, defaultValue: ""),
+///     .relationship("folder", destination: "Folder", toMany: false, inverse: "notes"),
+/// ])
+/// ```
+public class PropertyDescription: @unchecked Sendable, CustomStringConvertible {
+    /// The property's name, the key of `value(forKey:)`.
+    public let name: String
+    /// Whether nil (or, for a to-many relationship, no destination) is valid.
+    public let isOptional: Bool
+    /// Whether the property is kept in memory only, never stored.
+    public let isTransient: Bool
+    /// Free-form information, as in Core Data.
+    public var userInfo: [String: String] = [:]
+
+    /// The entity that declares the property.
+    public internal(set) weak var entity: EntityDescription?
+    /// Position of the property in the values of every object of its entity and its sub-entities.
+    var index: Int = -1
+
+    init(name: String, isOptional: Bool, isTransient: Bool) {
+        self.name = name
+        self.isOptional = isOptional
+        self.isTransient = isTransient
+    }
+
+    public var description: String { name }
+
+    func copy() -> PropertyDescription { fatalError("abstract") }
+
+    /// An attribute.
+    ///
+    /// - Parameters:
+    ///   - minimum, maximum: bounds for a numeric or date attribute, checked at save.
+    ///   - minimumLength, maximumLength: bounds on a string's length (in characters), checked at save.
+    ///   - regularExpression: a pattern a string value must match entirely, checked at save.
+    ///   - valueType: for a transformable attribute, the `Codable` type of its values.
+    public static func attribute(
+        _ name: String, _ type: AttributeType, isOptional: Bool = true, defaultValue: (any Sendable)? = nil,
+        isTransient: Bool = false, minimum: (any Sendable)? = nil, maximum: (any Sendable)? = nil,
+        minimumLength: Int? = nil, maximumLength: Int? = nil, regularExpression: String? = nil,
+        valueType: (any Codable.Type)? = nil
+    ) -> PropertyDescription {
+        AttributeDescription(
+            name: name, attributeType: type, isOptional: isOptional, defaultValue: defaultValue,
+            isTransient: isTransient, minimum: minimum, maximum: maximum, minimumLength: minimumLength,
+            maximumLength: maximumLength, regularExpression: regularExpression, valueType: valueType)
+    }
+
+    /// A relationship to `destination`, with its inverse named by `inverse`.
+    public static func relationship(
+        _ name: String, destination: String, toMany: Bool = false, isOrdered: Bool = false,
+        inverse: String? = nil, deleteRule: DeleteRule = .nullify, isOptional: Bool = true,
+        minimumCount: Int = 0, maximumCount: Int = 0
+    ) -> PropertyDescription {
+        RelationshipDescription(
+            name: name, destinationEntityName: destination, isToMany: toMany, isOrdered: isOrdered,
+            inverseName: inverse, deleteRule: deleteRule, isOptional: isOptional,
+            minCount: minimumCount, maxCount: maximumCount)
+    }
+}
+
+/// An attribute of an entity (`NSAttributeDescription`).
+public final class AttributeDescription: PropertyDescription, @unchecked Sendable {
+    /// The attribute's type.
+    public let attributeType: AttributeType
+    /// The value a newly inserted object starts with.
+    public let defaultValue: (any Sendable)?
+    /// For a transformable attribute, the `Codable` type of its values (nil: JSON-compatible values).
+    public let valueType: (any Codable.Type)?
+    /// Validation bounds.
+    public let minimum: (any Sendable)?
+    public let maximum: (any Sendable)?
+    public let minimumLength: Int?
+    public let maximumLength: Int?
+    public let regularExpression: String?
+
+    /// The default value in canonical form.
+    let defaultStoredValue: Value
+    let minimumValue: Value?
+    let maximumValue: Value?
+    let compiledRegularExpression: NSRegularExpression?
+
+    public init(
+        name: String, attributeType: AttributeType, isOptional: Bool = true, defaultValue: (any Sendable)? = nil,
+        isTransient: Bool = false, minimum: (any Sendable)? = nil, maximum: (any Sendable)? = nil,
+        minimumLength: Int? = nil, maximumLength: Int? = nil, regularExpression: String? = nil,
+        valueType: (any Codable.Type)? = nil
+    ) {
+        self.attributeType = attributeType
+        self.defaultValue = defaultValue
+        self.valueType = valueType
+        self.minimum = minimum
+        self.maximum = maximum
+        self.minimumLength = minimumLength
+        self.maximumLength = maximumLength
+        self.regularExpression = regularExpression
+        if attributeType == .transformable {
+            defaultStoredValue = defaultValue.flatMap { try? TransformableCoding.encode($0, valueType: valueType) }.map(Value.data) ?? .null
+        } else {
+            defaultStoredValue = Value.converting(defaultValue, to: attributeType, valueType: valueType) ?? .null
+        }
+        minimumValue = minimum.flatMap { Value.converting($0, to: attributeType, valueType: nil) }
+        maximumValue = maximum.flatMap { Value.converting($0, to: attributeType, valueType: nil) }
+        compiledRegularExpression = regularExpression.flatMap { try? NSRegularExpression(pattern: "^(?:\($0))$") }
+        super.init(name: name, isOptional: isOptional, isTransient: isTransient)
+    }
+
+    override func copy() -> PropertyDescription {
+        let copy = AttributeDescription(
+            name: name, attributeType: attributeType, isOptional: isOptional, defaultValue: defaultValue,
+            isTransient: isTransient, minimum: minimum, maximum: maximum, minimumLength: minimumLength,
+            maximumLength: maximumLength, regularExpression: regularExpression, valueType: valueType)
+        copy.userInfo = userInfo
+        return copy
+    }
+
+    /// Core Data's name for the default value.
+    public var defaultValueForAttribute: (any Sendable)? { defaultValue }
+}
+
+/// A relationship between entities (`NSRelationshipDescription`).
+public final class RelationshipDescription: PropertyDescription, @unchecked Sendable {
+    /// The name of the destination entity.
+    public let destinationEntityName: String
+    /// The name of the inverse relationship on the destination, if any.
+    public let inverseName: String?
+    /// Whether the relationship has many destinations.
+    public let isToMany: Bool
+    /// Whether a to-many relationship keeps its destinations in order (`[ManagedObject]` rather than a set).
+    public let isOrdered: Bool
+    /// What deleting the source does to the destinations.
+    public let deleteRule: DeleteRule
+    /// For a to-many relationship, the least and most destinations (0: no bound).
+    public let minCount: Int
+    public let maxCount: Int
+
+    /// The destination entity, resolved when the model is built.
+    public internal(set) weak var destinationEntity: EntityDescription?
+    /// The inverse relationship, resolved when the model is built.
+    public internal(set) weak var inverseRelationship: RelationshipDescription?
+
+    public init(
+        name: String, destinationEntityName: String, isToMany: Bool = false, isOrdered: Bool = false,
+        inverseName: String? = nil, deleteRule: DeleteRule = .nullify, isOptional: Bool = true,
+        minCount: Int = 0, maxCount: Int = 0
+    ) {
+        self.destinationEntityName = destinationEntityName
+        self.inverseName = inverseName
+        self.isToMany = isToMany
+        self.isOrdered = isToMany && isOrdered
+        self.deleteRule = deleteRule
+        self.minCount = minCount
+        self.maxCount = maxCount
+        super.init(name: name, isOptional: isOptional, isTransient: false)
+    }
+
+    override func copy() -> PropertyDescription {
+        let copy = RelationshipDescription(
+            name: name, destinationEntityName: destinationEntityName, isToMany: isToMany, isOrdered: isOrdered,
+            inverseName: inverseName, deleteRule: deleteRule, isOptional: isOptional, minCount: minCount,
+            maxCount: maxCount)
+        copy.userInfo = userInfo
+        return copy
+    }
+
+    /// Core Data's names for the count bounds.
+    public var minimumCount: Int { minCount }
+    public var maximumCount: Int { maxCount }
+
+    /// How the relationship is stored: a to-one is a foreign key in the source's row; a to-many whose
+    /// inverse is to-one is read through that foreign key; any other to-many has a join table.
+    var isForeignKeyDerived: Bool { isToMany && (inverseRelationship.map { !$0.isToMany } ?? false) }
+    var usesJoinTable: Bool { isToMany && !isForeignKeyDerived }
+}

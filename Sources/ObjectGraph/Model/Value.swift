@@ -1,0 +1,234 @@
+import Foundation
+
+/// An attribute value in ObjectGraph's canonical form: what snapshots, stores and predicates hold.
+///
+/// Integer attributes of every width are `.int`, `double` and `float` are `.double`, and a
+/// transformable value is held encoded, as `.data`.
+enum Value: Sendable, Hashable {
+    case null
+    case int(Int64)
+    case bool(Bool)
+    case double(Double)
+    case decimal(Decimal)
+    case string(String)
+    case date(Date)
+    case data(Data)
+    case uuid(UUID)
+    case url(URL)
+    case objectID(ManagedObjectID)
+
+    var isNull: Bool { if case .null = self { true } else { false } }
+
+    /// A number as a double, for numeric comparison across integer, decimal, double and boolean.
+    var numericValue: Double? {
+        switch self {
+        case .int(let v): Double(v)
+        case .double(let v): v
+        case .bool(let v): v ? 1 : 0
+        case .decimal(let v): NSDecimalNumber(decimal: v).doubleValue
+        case .date(let v): v.timeIntervalSinceReferenceDate
+        default: nil
+        }
+    }
+
+    /// A short description for error messages.
+    var debugText: String {
+        switch self {
+        case .null: "nil"
+        case .int(let v): String(v)
+        case .bool(let v): String(v)
+        case .double(let v): String(v)
+        case .decimal(let v): "\(v)"
+        case .string(let v): String(reflecting: v)
+        case .date(let v): "\(v)"
+        case .data(let v): "<\(v.count) bytes>"
+        case .uuid(let v): v.uuidString
+        case .url(let v): v.absoluteString
+        case .objectID(let v): v.description
+        }
+    }
+}
+
+// MARK: - Conversion from the values users pass
+
+extension Value {
+    /// Converts a value a user passes to `setValue(_:forKey:)`, or returns nil when it is not
+    /// exactly convertible to the attribute's type.
+    static func converting(_ any: Any?, to type: AttributeType, valueType: (any Codable.Type)?) -> Value? {
+        guard let any, !(any is NSNull) else { return .null }
+        if let value = any as? Value { return value }
+        switch type {
+        case .integer16, .integer32, .integer64:
+            guard let v = exactInteger(any) else { return nil }
+            switch type {
+            case .integer16: return Int16(exactly: v) == nil ? nil : .int(v)
+            case .integer32: return Int32(exactly: v) == nil ? nil : .int(v)
+            default: return .int(v)
+            }
+        case .double:
+            if let v = any as? Double { return .double(v) }
+            if let v = any as? Float { return .double(Double(v)) }
+            if let v = exactInteger(any), let d = Double(exactly: v) { return .double(d) }
+            if let v = any as? Decimal { return .double(NSDecimalNumber(decimal: v).doubleValue) }
+            return nil
+        case .float:
+            if let v = any as? Float { return .double(Double(v)) }
+            if let v = any as? Double { return Float(exactly: v) != nil || v.isNaN ? .double(v) : nil }
+            if let v = exactInteger(any), let f = Float(exactly: v) { return .double(Double(f)) }
+            return nil
+        case .decimal:
+            if let v = any as? Decimal { return .decimal(v) }
+            if let v = exactInteger(any) { return .decimal(Decimal(v)) }
+            if let v = any as? Double { return .decimal(Decimal(v)) }
+            if let v = any as? Float { return .decimal(Decimal(Double(v))) }
+            return nil
+        case .string:
+            if let v = any as? String { return .string(v) }
+            if let v = any as? Substring { return .string(String(v)) }
+            return nil
+        case .boolean:
+            if let v = any as? Bool { return .bool(v) }
+            if let v = exactInteger(any), v == 0 || v == 1 { return .bool(v == 1) }
+            return nil
+        case .date:
+            if let v = any as? Date { return .date(v) }
+            return nil
+        case .binaryData:
+            if let v = any as? Data { return .data(v) }
+            if let v = any as? [UInt8] { return .data(Data(v)) }
+            return nil
+        case .uuid:
+            if let v = any as? UUID { return .uuid(v) }
+            return nil
+        case .uri:
+            if let v = any as? URL { return .url(v) }
+            return nil
+        case .transformable:
+            return nil  // transformable values are held decoded by the object and encoded at save
+        }
+    }
+
+    private static func exactInteger(_ any: Any) -> Int64? {
+        switch any {
+        case let v as Int: return Int64(v)
+        case let v as Int64: return v
+        case let v as Int32: return Int64(v)
+        case let v as Int16: return Int64(v)
+        case let v as Int8: return Int64(v)
+        case let v as UInt: return Int64(exactly: v)
+        case let v as UInt64: return Int64(exactly: v)
+        case let v as UInt32: return Int64(v)
+        case let v as UInt16: return Int64(v)
+        case let v as UInt8: return Int64(v)
+        case let v as Double: return Int64(exactly: v)
+        case let v as Float: return Int64(exactly: v)
+        case let v as Decimal:
+            var copy = v
+            var rounded = Decimal()
+            NSDecimalRound(&rounded, &copy, 0, .plain)
+            return rounded == v ? Int64(exactly: NSDecimalNumber(decimal: v).int64Value) : nil
+        default: return nil
+        }
+    }
+
+    /// The Swift value `value(forKey:)` returns for this canonical value.
+    func publicValue(for type: AttributeType) -> Any? {
+        switch self {
+        case .null: return nil
+        case .int(let v):
+            switch type {
+            case .integer16: return Int16(truncatingIfNeeded: v)
+            case .integer32: return Int32(truncatingIfNeeded: v)
+            case .boolean: return v != 0
+            case .double: return Double(v)
+            case .float: return Float(v)
+            case .decimal: return Decimal(v)
+            default: return v
+            }
+        case .double(let v):
+            switch type {
+            case .float: return Float(v)
+            case .integer16, .integer32, .integer64: return Int64(v)
+            case .decimal: return Decimal(v)
+            default: return v
+            }
+        case .bool(let v): return v
+        case .decimal(let v): return v
+        case .string(let v): return v
+        case .date(let v): return v
+        case .data(let v): return v
+        case .uuid(let v): return v
+        case .url(let v): return v
+        case .objectID(let v): return v
+        }
+    }
+}
+
+// MARK: - Ordering
+
+extension Value {
+    /// Compares two values the way predicates and sort descriptors do: numbers numerically across
+    /// types, strings by code point (or folded), dates by time. `nil` sorts first. Returns nil when the
+    /// values cannot be ordered.
+    static func compare(_ a: Value, _ b: Value, caseInsensitive: Bool = false, diacriticInsensitive: Bool = false) -> ComparisonResult? {
+        switch (a, b) {
+        case (.null, .null): return .orderedSame
+        case (.null, _): return .orderedAscending
+        case (_, .null): return .orderedDescending
+        case (.int(let x), .int(let y)): return x < y ? .orderedAscending : x > y ? .orderedDescending : .orderedSame
+        case (.decimal(let x), .decimal(let y)): return x < y ? .orderedAscending : x > y ? .orderedDescending : .orderedSame
+        case (.string(let x), .string(let y)):
+            let fx = StringFolding.fold(x, caseInsensitive: caseInsensitive, diacriticInsensitive: diacriticInsensitive)
+            let fy = StringFolding.fold(y, caseInsensitive: caseInsensitive, diacriticInsensitive: diacriticInsensitive)
+            return StringFolding.compareCodePoints(fx, fy)
+        case (.data(let x), .data(let y)):
+            return x.lexicographicallyPrecedes(y) ? .orderedAscending : x == y ? .orderedSame : .orderedDescending
+        case (.uuid(let x), .uuid(let y)):
+            return compare(.string(x.uuidString), .string(y.uuidString))
+        case (.url(let x), .url(let y)):
+            return compare(.string(x.absoluteString), .string(y.absoluteString))
+        case (.objectID(let x), .objectID(let y)):
+            return x == y ? .orderedSame : (x.description < y.description ? .orderedAscending : .orderedDescending)
+        default:
+            guard let x = a.numericValue, let y = b.numericValue else { return nil }
+            return x < y ? .orderedAscending : x > y ? .orderedDescending : .orderedSame
+        }
+    }
+
+    /// Equality as predicates see it: numbers equal across types.
+    static func predicateEquals(_ a: Value, _ b: Value, caseInsensitive: Bool = false, diacriticInsensitive: Bool = false) -> Bool {
+        switch (a, b) {
+        case (.null, .null): return true
+        case (.null, _), (_, .null): return false
+        default: return compare(a, b, caseInsensitive: caseInsensitive, diacriticInsensitive: diacriticInsensitive) == .orderedSame
+        }
+    }
+}
+
+/// String folding shared by in-memory evaluation and the SQL functions registered on SQLite
+/// connections, so both paths give the same answers.
+enum StringFolding {
+    static func fold(_ s: String, caseInsensitive: Bool, diacriticInsensitive: Bool) -> String {
+        if !caseInsensitive && !diacriticInsensitive { return s }
+        var options: String.CompareOptions = []
+        if caseInsensitive { options.insert(.caseInsensitive) }
+        if diacriticInsensitive { options.insert(.diacriticInsensitive) }
+        return s.folding(options: options, locale: nil)
+    }
+
+    /// Orders by Unicode scalar values, which is SQLite's BINARY collation for UTF-8 text.
+    static func compareCodePoints(_ a: String, _ b: String) -> ComparisonResult {
+        var i = a.utf8.makeIterator()
+        var j = b.utf8.makeIterator()
+        while true {
+            switch (i.next(), j.next()) {
+            case (nil, nil): return .orderedSame
+            case (nil, _): return .orderedAscending
+            case (_, nil): return .orderedDescending
+            case (let x?, let y?):
+                if x < y { return .orderedAscending }
+                if x > y { return .orderedDescending }
+            }
+        }
+    }
+}

@@ -1,0 +1,101 @@
+import Foundation
+import Synchronization
+
+/// The identity of an object: its entity, its store and its row (`NSManagedObjectID`).
+///
+/// IDs are values that may cross queues: to hand an object to another context, hand its ID and
+/// resolve it there with `object(with:)`, `existingObject(with:)` or `registeredObject(for:)`.
+///
+/// An object inserted into a context has a temporary ID until it is saved (or until
+/// `obtainPermanentIDs(for:)`); a temporary ID means nothing to other contexts.
+public struct ManagedObjectID: Hashable, Sendable, CustomStringConvertible, Comparable {
+    /// The entity of the object.
+    public let entity: EntityDescription
+    let key: Key
+
+    enum Key: Hashable, Sendable {
+        case temporary(UInt64)
+        case permanent(PersistentStore, Int64)
+
+        static func == (lhs: Key, rhs: Key) -> Bool {
+            switch (lhs, rhs) {
+            case (.temporary(let a), .temporary(let b)): a == b
+            case (.permanent(let s, let a), .permanent(let t, let b)): a == b && s === t
+            default: false
+            }
+        }
+
+        func hash(into hasher: inout Hasher) {
+            switch self {
+            case .temporary(let n): hasher.combine(n)
+            case .permanent(let store, let pk):
+                hasher.combine(pk)
+                hasher.combine(ObjectIdentifier(store))
+            }
+        }
+    }
+
+    private static let temporaryCounter = Atomic<UInt64>(0)
+
+    static func temporary(for entity: EntityDescription) -> ManagedObjectID {
+        ManagedObjectID(entity: entity, key: .temporary(temporaryCounter.add(1, ordering: .relaxed).newValue))
+    }
+
+    init(entity: EntityDescription, key: Key) {
+        self.entity = entity
+        self.key = key
+    }
+
+    init(entity: EntityDescription, store: PersistentStore, primaryKey: Int64) {
+        self.entity = entity
+        self.key = .permanent(store, primaryKey)
+    }
+
+    /// The name of the object's entity.
+    public var entityName: String { entity.name }
+
+    /// Whether the ID is temporary (the object has not been saved, nor given a permanent ID).
+    public var isTemporaryID: Bool { if case .temporary = key { true } else { false } }
+
+    /// The store of the object, nil for a temporary ID.
+    public var persistentStore: PersistentStore? { if case .permanent(let store, _) = key { store } else { nil } }
+
+    /// The row number in the store; nil for a temporary ID.
+    var primaryKey: Int64? { if case .permanent(_, let pk) = key { pk } else { nil } }
+
+    /// A URL that names the object, `x-objectgraph://STORE-UUID/Entity/pN` (`x-objectgraph:///Entity/tN`
+    /// when temporary). Turn it back into an ID with the coordinator's
+    /// `managedObjectID(forURIRepresentation:)`.
+    public func uriRepresentation() -> URL {
+        switch key {
+        case .temporary(let n): URL(string: "x-objectgraph:///\(entity.name)/t\(n)")!
+        case .permanent(let store, let pk): URL(string: "x-objectgraph://\(store.identifier)/\(entity.name)/p\(pk)")!
+        }
+    }
+
+    // Equality: two IDs of one row are equal whatever entity of its inheritance tree they were
+    // made with (a foreign key knows only the destination entity).
+    public static func == (lhs: ManagedObjectID, rhs: ManagedObjectID) -> Bool {
+        lhs.key == rhs.key && lhs.entity.rootEntity === rhs.entity.rootEntity
+    }
+
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(key)
+    }
+
+    public static func < (lhs: ManagedObjectID, rhs: ManagedObjectID) -> Bool {
+        switch (lhs.key, rhs.key) {
+        case (.permanent(_, let a), .permanent(_, let b)): a < b
+        case (.temporary(let a), .temporary(let b)): a < b
+        case (.permanent, .temporary): true
+        case (.temporary, .permanent): false
+        }
+    }
+
+    public var description: String {
+        switch key {
+        case .temporary(let n): "\(entity.name)/t\(n)"
+        case .permanent(_, let pk): "\(entity.name)/p\(pk)"
+        }
+    }
+}

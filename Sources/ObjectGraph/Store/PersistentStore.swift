@@ -1,0 +1,77 @@
+import Foundation
+
+/// The kind of a persistent store.
+public struct StoreType: Hashable, Sendable, CustomStringConvertible, ExpressibleByStringLiteral {
+    public let rawValue: String
+    public init(rawValue: String) { self.rawValue = rawValue }
+    public init(stringLiteral value: String) { self.rawValue = value }
+    public var description: String { rawValue }
+
+    /// An SQLite database file (GRDB `DatabasePool`, WAL).
+    public static let sqlite = StoreType(rawValue: "SQLite")
+    /// A store that lives in memory only; each one added is a new, empty store.
+    public static let inMemory = StoreType(rawValue: "InMemory")
+    /// An atomic store written whole to a binary property list file at each save.
+    public static let binary = StoreType(rawValue: "Binary")
+    /// An atomic store written whole to an XML property list file at each save.
+    public static let xml = StoreType(rawValue: "XML")
+}
+
+/// Durability of an SQLite store: what an acknowledged save survives.
+public enum StoreDurability: String, Sendable, Hashable {
+    /// `synchronous = FULL` (the default): an acknowledged save survives power loss.
+    case full
+    /// `synchronous = NORMAL`: an acknowledged save survives a crash of the process; the last
+    /// transactions may roll back on power loss. Faster.
+    case normal
+}
+
+/// Option keys for `addPersistentStore(type:configuration:at:options:)`.
+public enum PersistentStoreOption {
+    /// A `StoreDurability` (or its raw string): `synchronous = FULL` or `NORMAL`. Default: `.full`.
+    public static let durability = "ObjectGraphDurability"
+    /// A `Bool`: open the store read-only; a save then throws `ObjectGraphError.readOnly`.
+    public static let readOnly = "NSReadOnlyPersistentStoreOption"
+    /// An `Int`: how many SQLite reader connections the store may open at once. Default: 5.
+    public static let maximumReaderCount = "ObjectGraphMaximumReaderCount"
+    /// A `Double`: how long (seconds) a writer waits on a lock held by another process. Default: 5.
+    public static let busyTimeout = "ObjectGraphBusyTimeout"
+}
+
+/// A store added to a coordinator (`NSPersistentStore`).
+public final class PersistentStore: Sendable, CustomStringConvertible {
+    /// The store's kind.
+    public let type: StoreType
+    /// The store's location (nil or a placeholder URL for an in-memory store).
+    public let url: URL?
+    /// The store's unique identifier, saved in the store; it appears in object ID URIs.
+    public let identifier: String
+    /// The configuration (set of entities) the store was added with; nil for all entities.
+    public let configurationName: String?
+    /// Whether saves to the store are refused.
+    public let isReadOnly: Bool
+    /// The durability of saves.
+    public let durability: StoreDurability
+    /// The store's metadata: its identifier, its type and the version hash of the model that wrote it.
+    public let metadata: [String: String]
+
+    let backend: any StoreBackend
+
+    init(type: StoreType, url: URL?, configurationName: String?, isReadOnly: Bool, durability: StoreDurability, backend: any StoreBackend) {
+        self.type = type
+        self.url = url
+        self.configurationName = configurationName
+        self.isReadOnly = isReadOnly
+        self.durability = durability
+        self.backend = backend
+        self.identifier = backend.identifier
+        self.metadata = backend.metadata
+    }
+
+    public var description: String { "PersistentStore(\(type), \(url?.path ?? "in memory"), \(identifier))" }
+
+    /// Metadata keys.
+    public static let metadataIdentifierKey = "NSStoreUUID"
+    public static let metadataTypeKey = "NSStoreType"
+    public static let metadataModelHashKey = "ObjectGraphModelVersionHash"
+}

@@ -1,0 +1,2 @@
+import ObjectGraph
+@main struct Main { static func main() {} }
