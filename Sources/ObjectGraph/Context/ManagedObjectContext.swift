@@ -1,6 +1,430 @@
+import Dispatch
 import Foundation
-// Stand-in, replaced by the real ManagedObjectContext.
-public final class ManagedObjectContext: @unchecked Sendable {
-    var model: ManagedObjectModel? { nil }
-    public func insertNewObject(forEntityName name: String) -> ManagedObject { fatalError() }
+import Synchronization
+
+/// A scratchpad of objects on one queue: it fetches them, tracks their changes and saves them
+/// (`NSManagedObjectContext`).
+///
+/// ```swift
+/// let context = ManagedObjectContext(concurrencyType: .privateQueue)
+/// context.persistentStoreCoordinator = coordinator
+/// try context.performAndWait {
+///     let note = context.insertNewObject(forEntityName: "Note")
+///     note.setValue("Hello", forKey: "title")
+///     try context.save()
+/// }
+/// ```
+///
+/// A context belongs to one queue: a `.privateQueue` context owns a serial queue, a `.mainQueue`
+/// context runs on the main queue (the main actor), a `.confinement` context belongs to the thread
+/// that created it. Apart from ``perform(_:)``, ``performAndWait(_:)``, the locking methods and the
+/// configuration done right after `init` (``name``, ``parent``, ``persistentStoreCoordinator``),
+/// every method must be called on the context's queue.
+///
+/// It is a programmer error to call a context, or use one of its objects, from another queue: the
+/// process stops with a message naming the context, its queue and the calling thread (always in
+/// debug builds; in release builds when `OBJECTGRAPH_CONCURRENCY_DEBUG=1`).
+public final class ManagedObjectContext: @unchecked Sendable, CustomStringConvertible {
+    // @unchecked Sendable: every mutable property is used only on the context's queue (checked at
+    // run time by `assertOnQueue`), except configuration set right after init and before sharing.
+
+    /// How a context is tied to a queue.
+    public enum ConcurrencyType: Sendable, Hashable {
+        /// The context runs on the main queue (the main actor).
+        case mainQueue
+        /// The context owns a private serial queue; use it through `perform` and `performAndWait`.
+        case privateQueue
+        /// The context belongs to the thread that created it (Core Data's legacy type).
+        case confinement
+
+        public static let mainQueueConcurrencyType = ConcurrencyType.mainQueue
+        public static let privateQueueConcurrencyType = ConcurrencyType.privateQueue
+        public static let confinementConcurrencyType = ConcurrencyType.confinement
+    }
+
+    /// When an `async` `perform` runs its block.
+    public enum ScheduledTaskType: Sendable {
+        /// Inline if the caller is already on the context's queue, otherwise enqueued.
+        case immediate
+        /// Always enqueued after the blocks already submitted.
+        case enqueued
+    }
+
+    public let concurrencyType: ConcurrencyType
+    /// The context's name, used in messages and the queue's label.
+    public var name: String?
+    /// The coordinator of a root context. Setting it is configuration: do it right after `init`.
+    public var persistentStoreCoordinator: PersistentStoreCoordinator? {
+        get { _coordinator ?? parent?.persistentStoreCoordinator }
+        set { _coordinator = newValue }
+    }
+    /// The parent of a child context: saving pushes changes into it rather than a store.
+    public var parent: ManagedObjectContext? {
+        didSet { if parent != nil { _coordinator = nil } }
+    }
+
+    /// Whether firing a fault whose row no longer exists turns the object into a deleted object
+    /// with default values (true), or stops the program with a message (false, the default).
+    public var shouldDeleteInaccessibleFaults = false
+    /// How old (seconds) a row-cache snapshot may be for a fault to use it; 0 always reads the
+    /// store, a negative value (the default) accepts any age.
+    public var stalenessInterval: Double = -1
+    /// Whether fetched objects are kept alive by the context (false: only changed ones are).
+    public var retainsRegisteredObjects = false
+
+    private var _coordinator: PersistentStoreCoordinator?
+    let queue: DispatchQueue?
+    let tag: QueueTag
+    private let owningThread: pthread_t
+    private let recursiveLock = NSRecursiveLock()
+
+    /// Registered objects by ID; not retained, an object unregisters itself when it goes away.
+    var registered: [ManagedObjectID: Unmanaged<ManagedObject>] = [:]
+    /// Objects kept alive while registered (changed ones, or all with `retainsRegisteredObjects`).
+    var retained: Set<ManagedObject> = []
+    /// Temporary IDs of objects that got permanent ones, so old references still resolve.
+    var aliases: [ManagedObjectID: ManagedObjectID] = [:]
+    public internal(set) var insertedObjects: Set<ManagedObject> = []
+    public internal(set) var updatedObjects: Set<ManagedObject> = []
+    public internal(set) var deletedObjects: Set<ManagedObject> = []
+    /// Objects deleted since the last `processPendingChanges()`, whose delete rules are pending.
+    var pendingDeletes: [ManagedObject] = []
+    /// Rows fetched as IDs with their values, held in the row cache until `reset()`.
+    var pinnedRows: [ManagedObjectID] = []
+
+    /// Creates a context of the given type.
+    public init(concurrencyType: ConcurrencyType) {
+        self.concurrencyType = concurrencyType
+        self.owningThread = pthread_self()
+        switch concurrencyType {
+        case .privateQueue:
+            let tag = QueueTag(label: "ObjectGraph.context.\(Self.counter.add(1, ordering: .relaxed).newValue)")
+            let queue = DispatchQueue(label: tag.label)
+            queue.setSpecific(key: ConcurrencyChecks.queueKey, value: tag)
+            self.queue = queue
+            self.tag = tag
+        case .mainQueue:
+            self.queue = DispatchQueue.main
+            self.tag = ConcurrencyChecks.mainTag
+        case .confinement:
+            self.queue = nil
+            self.tag = QueueTag(label: "confinement")
+        }
+    }
+
+    private static let counter = Atomic<Int>(0)
+
+    deinit {
+        let held = registered.values.compactMap { object -> ManagedObjectID? in
+            let o = object.takeUnretainedValue()
+            return o.flags.contains(.holdsRowCache) ? o.objectID : nil
+        }
+        _coordinator?.rowCache.release(held + pinnedRows)
+        for object in registered.values { object.takeUnretainedValue().managedObjectContext = nil }
+    }
+
+    public var description: String { "ManagedObjectContext(\(debugName), \(concurrencyType))" }
+
+    var debugName: String { name ?? tag.label }
+
+    var model: ManagedObjectModel? { persistentStoreCoordinator?.managedObjectModel }
+
+    var coordinator: PersistentStoreCoordinator {
+        guard let coordinator = persistentStoreCoordinator else {
+            fatalError("ObjectGraph: context '\(debugName)' has no persistent store coordinator and no parent; set one right after creating it")
+        }
+        return coordinator
+    }
+
+    // MARK: - Queue
+
+    /// Whether the caller runs on the context's queue.
+    var isOnQueue: Bool {
+        switch concurrencyType {
+        case .mainQueue: ConcurrencyChecks.isOnMainQueue
+        case .privateQueue: DispatchQueue.getSpecific(key: ConcurrencyChecks.queueKey) === tag
+        case .confinement: pthread_equal(owningThread, pthread_self()) != 0
+        }
+    }
+
+    private var queueDescription: String {
+        switch concurrencyType {
+        case .mainQueue: "the main queue"
+        case .privateQueue: "its private queue '\(tag.label)'"
+        case .confinement: "the thread that created it"
+        }
+    }
+
+    /// Stops the program when called off the context's queue (when checks are enabled).
+    @inline(__always)
+    func assertOnQueue(_ operation: @autoclosure () -> String) {
+        if ConcurrencyChecks.enabled && !isOnQueue { concurrencyViolation(operation(), object: nil) }
+    }
+
+    func assertOnQueue(operation: String, object: ManagedObject) {
+        if !isOnQueue { concurrencyViolation(operation, object: object) }
+    }
+
+    private func concurrencyViolation(_ operation: String, object: ManagedObject?) -> Never {
+        let what = object.map { "object \($0.objectID) of context '\(debugName)'" } ?? "context '\(debugName)'"
+        fatalError("""
+            ObjectGraph concurrency violation: \(operation) on \(what), which belongs to \(queueDescription), \
+            was called from \(ConcurrencyChecks.currentThreadDescription()). A context and its objects must be used \
+            only on the context's queue: wrap the call in context.perform { } or context.performAndWait { }, and pass \
+            objectIDs, not objects, between queues.
+            """)
+    }
+
+    /// Runs a block asynchronously on the context's queue; blocks run in the order submitted.
+    ///
+    /// Pending changes are processed at the end of the block.
+    public func perform(_ block: @escaping @Sendable () -> Void) {
+        switch concurrencyType {
+        case .privateQueue, .mainQueue:
+            queue!.async { [self] in
+                block()
+                endOfBlock()
+            }
+        case .confinement:
+            guard isOnQueue else {
+                fatalError("ObjectGraph: perform(_:) on confinement context '\(debugName)' from \(ConcurrencyChecks.currentThreadDescription()); a confinement context runs only on the thread that created it")
+            }
+            block()
+            endOfBlock()
+        }
+    }
+
+    /// Runs a block synchronously on the context's queue and returns its result. Reentrant: called
+    /// from the context's queue, the block runs inline.
+    public func performAndWait<T>(_ block: () throws -> T) rethrows -> T {
+        if isOnQueue {
+            let result = try block()
+            endOfBlock()
+            return result
+        }
+        switch concurrencyType {
+        case .privateQueue, .mainQueue:
+            return try queue!.sync {
+                let result = try block()
+                endOfBlock()
+                return result
+            }
+        case .confinement:
+            fatalError("ObjectGraph: performAndWait(_:) on confinement context '\(debugName)' from \(ConcurrencyChecks.currentThreadDescription()); a confinement context runs only on the thread that created it")
+        }
+    }
+
+    /// Runs a block on the context's queue and returns its result to the awaiting caller.
+    ///
+    /// ```swift
+    /// let n = try await context.perform { try context.count(for: request) }
+    /// ```
+    public func perform<T: Sendable, E: Error>(
+        schedule: ScheduledTaskType = .immediate, _ block: @escaping @Sendable () throws(E) -> T
+    ) async throws(E) -> T {
+        if schedule == .immediate && isOnQueue {
+            let result = try block()
+            endOfBlock()
+            return result
+        }
+        let result: Result<T, E> = await withCheckedContinuation { continuation in
+            let run: @Sendable () -> Void = { [self] in
+                let result = Result<T, E> { () throws(E) -> T in try block() }
+                endOfBlock()
+                continuation.resume(returning: result)
+            }
+            if let queue { queue.async(execute: run) } else { run() }
+        }
+        return try result.get()
+    }
+
+    private func endOfBlock() {
+        if !pendingDeletes.isEmpty || hasUnprocessedChanges { processPendingChanges() }
+    }
+
+    // MARK: - Locking
+
+    /// Takes the context's lock (recursive), for a run of operations that must not interleave.
+    public func lock() { recursiveLock.lock() }
+    /// Releases the context's lock.
+    public func unlock() { recursiveLock.unlock() }
+    /// Takes the context's lock if it is free.
+    public func tryLock() -> Bool { recursiveLock.try() }
+
+    // MARK: - Registration
+
+    /// The objects registered in the context.
+    public var registeredObjects: Set<ManagedObject> {
+        assertOnQueue("registeredObjects")
+        return Set(registered.values.map { $0.takeUnretainedValue() })
+    }
+
+    /// Whether the context has unsaved changes.
+    public var hasChanges: Bool {
+        assertOnQueue("hasChanges")
+        return !insertedObjects.isEmpty || !deletedObjects.isEmpty || updatedObjects.contains(where: \.hasChanges)
+    }
+
+    func canonical(_ id: ManagedObjectID) -> ManagedObjectID { aliases[id] ?? id }
+
+    func register(_ object: ManagedObject) {
+        registered[object.objectID] = Unmanaged.passUnretained(object)
+        object.managedObjectContext = self
+        if retainsRegisteredObjects { retained.insert(object) }
+    }
+
+    func unregister(_ object: ManagedObject) {
+        if registered[object.objectID]?.takeUnretainedValue() === object { registered[object.objectID] = nil }
+        if object.flags.contains(.holdsRowCache) {
+            object.flags.remove(.holdsRowCache)
+            persistentStoreCoordinator?.rowCache.release([object.objectID])
+        }
+        object.managedObjectContext = nil
+        retained.remove(object)
+    }
+
+    /// Called by an object's deinit.
+    func objectWillDeinit(_ id: ManagedObjectID, releasingRowCache: Bool) {
+        registered[id] = nil
+        if releasingRowCache { persistentStoreCoordinator?.rowCache.release([id]) }
+    }
+
+    /// The object registered under an ID, without touching the store.
+    ///
+    /// ```swift
+    /// if let note = context.registeredObject(for: id) { ... }
+    /// ```
+    public func registeredObject(for objectID: ManagedObjectID) -> ManagedObject? {
+        assertOnQueue("registeredObject(for:)")
+        return registered[canonical(objectID)]?.takeUnretainedValue()
+    }
+
+    /// The object with an ID: the registered one, or a new fault. It always returns an object; an
+    /// object whose row does not exist fails when its fault fires.
+    public func object(with objectID: ManagedObjectID) -> ManagedObject {
+        assertOnQueue("object(with:)")
+        let id = canonical(objectID)
+        if let object = registered[id] { return object.takeUnretainedValue() }
+        let object = makeFault(id)
+        register(object)
+        return object
+    }
+
+    func makeFault(_ id: ManagedObjectID) -> ManagedObject {
+        let object = id.entity.managedObjectClass.init(entity: id.entity, insertInto: nil)
+        object.objectID = id
+        object.flags = [.fault]
+        return object
+    }
+
+    /// A registered object or a new fault for an ID (nil only for a temporary ID never registered here).
+    func existingRegisteredOrFault(_ id: ManagedObjectID) -> ManagedObject? {
+        let id = canonical(id)
+        if let object = registered[id] { return object.takeUnretainedValue() }
+        if id.isTemporaryID { return nil }
+        return object(with: id)
+    }
+
+    /// The object with an ID, read from the store if needed.
+    ///
+    /// - Throws: ``ObjectGraphError/temporaryObjectID`` for a temporary ID this context does not
+    ///   know, ``ObjectGraphError/objectNotFound`` when the row does not exist.
+    public func existingObject(with objectID: ManagedObjectID) throws -> ManagedObject {
+        assertOnQueue("existingObject(with:)")
+        let id = canonical(objectID)
+        if let object = registered[id]?.takeUnretainedValue() {
+            if object.isFault {
+                guard try loadSnapshot(for: object) else {
+                    throw ObjectGraphError(.objectNotFound, "No \(id.entityName) with ID \(id) exists in the store", entityName: id.entityName, objectID: id)
+                }
+            }
+            return object
+        }
+        if id.isTemporaryID {
+            throw ObjectGraphError(
+                .temporaryObjectID,
+                "The ID \(id) is temporary: the object was never saved, and only its own context can resolve it",
+                entityName: id.entityName, objectID: id)
+        }
+        let object = makeFault(id)
+        register(object)
+        guard try loadSnapshot(for: object) else {
+            unregister(object)
+            throw ObjectGraphError(.objectNotFound, "No \(id.entityName) with ID \(id) exists in the store", entityName: id.entityName, objectID: id)
+        }
+        return object
+    }
+
+    /// Checks that an object set as a relationship's destination belongs to this context.
+    func checkSameContext(_ object: ManagedObject, relationship: RelationshipDescription, source: ManagedObject) {
+        if object.managedObjectContext !== self {
+            fatalError("""
+                ObjectGraph: cannot set \(source.entity.name).\(relationship.name) of \(source.objectID) in context '\(debugName)' \
+                to \(object.objectID), which belongs to \(object.managedObjectContext.map { "context '\($0.debugName)'" } ?? "no context"); \
+                relationships link objects of one context (resolve the object's ID in this context first)
+                """)
+        }
+        if let destination = relationship.destinationEntity, !object.entity.isKindOf(entity: destination) {
+            fatalError("ObjectGraph: cannot set \(source.entity.name).\(relationship.name) to a \(object.entity.name); its destination entity is \(destination.name)")
+        }
+    }
+
+    // MARK: - Inserting and deleting
+
+    /// Inserts a new object of the named entity.
+    ///
+    /// It is a programmer error to name an entity the model does not have, or an abstract one.
+    public func insertNewObject(forEntityName entityName: String) -> ManagedObject {
+        assertOnQueue("insertNewObject(forEntityName:)")
+        guard let entity = model?.entitiesByName[entityName] else {
+            fatalError("ObjectGraph: the model of context '\(debugName)' has no entity named '\(entityName)'")
+        }
+        return entity.managedObjectClass.init(entity: entity, insertInto: self)
+    }
+
+    /// Inserts an object created with no context.
+    public func insert(_ object: ManagedObject) {
+        assertOnQueue("insert(_:)")
+        if object.managedObjectContext === self && (object.isInserted || registered[object.objectID] != nil) { return }
+        precondition(object.managedObjectContext == nil, "ObjectGraph: \(object.objectID) already belongs to context '\(object.managedObjectContext?.debugName ?? "")'")
+        if object.entity.isAbstract {
+            fatalError("ObjectGraph: cannot insert an object of abstract entity '\(object.entity.name)' into context '\(debugName)'")
+        }
+        object.values = object.entity.properties.map { property in
+            (property as? AttributeDescription)?.defaultStoredValue ?? .null
+        }
+        for attribute in object.entity.attributes where attribute.attributeType == .transformable {
+            if let defaultValue = attribute.defaultValue { object.boxed[attribute.index] = defaultValue }
+        }
+        object.flags = [.inserted]
+        register(object)
+        insertedObjects.insert(object)
+        retained.insert(object)
+        hasUnprocessedChanges = true
+        object.awakeFromInsert()
+    }
+
+    /// Marks an object deleted; delete rules apply at the next `processPendingChanges()` (at the
+    /// latest at save), and the row is deleted when the context saves.
+    public func delete(_ object: ManagedObject) {
+        assertOnQueue("delete(_:)")
+        guard object.managedObjectContext === self else {
+            fatalError("ObjectGraph: cannot delete \(object.objectID) in context '\(debugName)': it belongs to \(object.managedObjectContext.map { "context '\($0.debugName)'" } ?? "no context")")
+        }
+        if object.isDeleted { return }
+        object.fireFaultIfNeeded()
+        object.flags.insert([.deleted, .pendingDelete])
+        deletedObjects.insert(object)
+        retained.insert(object)
+        pendingDeletes.append(object)
+        hasUnprocessedChanges = true
+    }
+
+    var hasUnprocessedChanges = false
+
+    func objectDidBecomeUpdated(_ object: ManagedObject) {
+        updatedObjects.insert(object)
+        retained.insert(object)
+        hasUnprocessedChanges = true
+    }
 }

@@ -1,7 +1,630 @@
 import Foundation
-// Stand-in, replaced by the real ManagedObject.
-open class ManagedObject {
+
+/// An object of the graph: the values of one entity's properties, faulted in from a store,
+/// change-tracked by its context (`NSManagedObject`).
+///
+/// Read and write properties by name, or through typed accessors in a subclass:
+///
+/// ```swift
+/// let note = context.insertNewObject(forEntityName: "Note")
+/// note.setValue("Hello", forKey: "title")
+/// let title = note.value(forKey: "title") as? String
+/// ```
+///
+/// An object belongs to its context's queue and never leaves it: `ManagedObject` is not `Sendable`.
+/// To use an object on another queue, pass its ``objectID`` and resolve it in a context there.
+///
+/// It is a programmer error to use an object outside its context's queue.
+open class ManagedObject: Hashable, CustomStringConvertible {
+    /// The object's entity.
     public let entity: EntityDescription
+    /// The object's ID: temporary until the object is saved, permanent afterwards.
     public internal(set) var objectID: ManagedObjectID
-    init(entity: EntityDescription) { self.entity = entity; self.objectID = .temporary(for: entity) }
+    /// The context the object is registered in, nil once deleted and saved, or after `reset()`.
+    public internal(set) weak var managedObjectContext: ManagedObjectContext?
+
+    /// Current values by property index (attributes, to-one as `.objectID`); empty while a fault.
+    var values: [Value] = []
+    /// The values as last read from or written to the store (or the parent); nil for a new object.
+    var snapshot: Snapshot?
+    /// Properties changed since the last save.
+    var changedIndices: Set<Int> = []
+    /// To-many relationships, by property index, once touched.
+    var toMany: [Int: RelationshipValue] = [:]
+    /// Decoded transformable values and values of the wrong type, by property index.
+    var boxed: [Int: Any] = [:]
+    /// Lifecycle state.
+    var flags: Flags = []
+    /// For objects of a batched fetch: the batch to fulfil together.
+    var batch: FaultBatch?
+
+    struct Flags: OptionSet {
+        let rawValue: UInt8
+        static let fault = Flags(rawValue: 1 << 0)
+        static let inserted = Flags(rawValue: 1 << 1)
+        static let deleted = Flags(rawValue: 1 << 2)
+        static let updated = Flags(rawValue: 1 << 3)
+        static let holdsRowCache = Flags(rawValue: 1 << 4)
+        static let invalid = Flags(rawValue: 1 << 5)
+        static let pendingDelete = Flags(rawValue: 1 << 6)
+    }
+
+    /// Creates an object of `entity`, inserted into `context` when one is given.
+    ///
+    /// Subclasses that declare initializers must keep this one (it is how a context creates
+    /// instances of their entity).
+    public required init(entity: EntityDescription, insertInto context: ManagedObjectContext?) {
+        self.entity = entity
+        self.objectID = .temporary(for: entity)
+        if let context { context.insert(self) }
+    }
+
+    /// Creates an object of the entity whose class is `Self`, inserted into `context`.
+    ///
+    /// It is a programmer error when the context's model has no entity for the class.
+    public convenience init(context: ManagedObjectContext) {
+        guard let entity = context.model?.entities.first(where: { $0.managedObjectClass == Self.self }) else {
+            fatalError("ObjectGraph: no entity of the model of context '\(context.debugName)' has class \(Self.self)")
+        }
+        self.init(entity: entity, insertInto: context)
+    }
+
+    deinit {
+        if let context = managedObjectContext {
+            context.objectWillDeinit(objectID, releasingRowCache: flags.contains(.holdsRowCache))
+        }
+    }
+
+    // MARK: - Identity
+
+    public static func == (lhs: ManagedObject, rhs: ManagedObject) -> Bool { lhs === rhs }
+    public func hash(into hasher: inout Hasher) { hasher.combine(ObjectIdentifier(self)) }
+
+    open var description: String {
+        var text = "<\(entity.name) \(objectID)"
+        if isFault { return text + " (fault)>" }
+        for attribute in entity.attributes.prefix(6) {
+            text += " \(attribute.name)=\(String(describing: storedValue(attribute.index).debugText))"
+        }
+        return text + ">"
+    }
+
+    // MARK: - State
+
+    /// Whether the object's values have not been read from the store yet.
+    public var isFault: Bool { flags.contains(.fault) }
+    /// Whether the object was inserted and not yet saved.
+    public var isInserted: Bool { flags.contains(.inserted) }
+    /// Whether the object was deleted and the delete not yet saved.
+    public var isDeleted: Bool { flags.contains(.deleted) }
+    /// Whether the object has unsaved changes to its values (not inserted, not deleted).
+    public var isUpdated: Bool { flags.contains(.updated) }
+    /// Whether the object is inserted, updated or deleted.
+    public var hasChanges: Bool { !flags.isDisjoint(with: [.inserted, .updated, .deleted]) }
+    /// Whether the object has changes that would be saved (Core Data's `hasPersistentChangedValues`).
+    public var hasPersistentChangedValues: Bool {
+        changedIndices.contains { index in !((entity.properties[index] as? AttributeDescription)?.isTransient ?? false) }
+    }
+
+    /// The values changed since the last save, by key.
+    public func changedValues() -> [String: Any] {
+        checkQueue("changedValues()")
+        var result: [String: Any] = [:]
+        for index in changedIndices {
+            let property = entity.properties[index]
+            result[property.name] = value(forKey: property.name) ?? NSNull()
+        }
+        return result
+    }
+
+    /// The values of `keys` (all properties when nil) as last saved or fetched.
+    public func committedValues(forKeys keys: [String]?) -> [String: Any] {
+        checkQueue("committedValues(forKeys:)")
+        fireFaultIfNeeded()
+        var result: [String: Any] = [:]
+        guard let snapshot else { return result }
+        for property in keys.map({ $0.compactMap { entity.propertiesByName[$0] } }) ?? entity.properties {
+            if let attribute = property as? AttributeDescription {
+                let v = snapshot.values[attribute.index]
+                result[attribute.name] = decode(v, attribute: attribute) ?? NSNull()
+            } else if let relationship = property as? RelationshipDescription, !relationship.isToMany {
+                if case .objectID(let id) = snapshot.values[relationship.index], let context = managedObjectContext {
+                    result[relationship.name] = context.object(with: id)
+                } else {
+                    result[relationship.name] = NSNull()
+                }
+            }
+        }
+        return result
+    }
+
+    // MARK: - Lifecycle hooks (override in subclasses; call super)
+
+    /// Called once when the object is inserted into a context. Set initial values here.
+    open func awakeFromInsert() {}
+    /// Called when the object's values are read from the store.
+    open func awakeFromFetch() {}
+    /// Called before the object is saved.
+    open func willSave() {}
+    /// Called after the object is saved.
+    open func didSave() {}
+    /// Called when the object is about to be deleted (before delete rules are applied).
+    open func prepareForDeletion() {}
+    /// Called before the object becomes a fault.
+    open func willTurnIntoFault() {}
+    /// Called after the object became a fault.
+    open func didTurnIntoFault() {}
+
+    // MARK: - Validation hooks
+
+    /// Validates one value; the default accepts it. Throw an `ObjectGraphError` to refuse it.
+    open func validateValue(_ value: Any?, forKey key: String) throws {}
+    /// Validates the object before it is inserted into the store; the default checks every property.
+    open func validateForInsert() throws { try validateProperties() }
+    /// Validates the object before an update is saved; the default checks every property.
+    open func validateForUpdate() throws { try validateProperties() }
+    /// Validates the object before its delete is saved; the default applies the deny rule.
+    open func validateForDelete() throws { try validateDenyRules() }
+
+    // MARK: - Key-value access
+
+    /// The value of a property: an attribute's value (`Int16`…`URL`, or the decoded transformable),
+    /// a to-one relationship's destination (`ManagedObject`), or a to-many relationship's
+    /// destinations (`Set<ManagedObject>`, `[ManagedObject]` when ordered); nil for nil.
+    ///
+    /// It is a programmer error to name a key the entity does not have.
+    open func value(forKey key: String) -> Any? {
+        checkQueue("value(forKey: \"\(key)\")")
+        return primitiveValue(forKey: key)
+    }
+
+    /// Sets a property, tracking the change and keeping inverse relationships in sync.
+    ///
+    /// Any value exactly convertible to the attribute's type is accepted (an `Int` for an
+    /// `integer16` attribute when it fits). A value of the wrong type is kept and fails
+    /// validation at save; it does not crash.
+    ///
+    /// It is a programmer error to name a key the entity does not have.
+    open func setValue(_ value: Any?, forKey key: String) {
+        checkQueue("setValue(_:forKey: \"\(key)\")")
+        let property = property(named: key)
+        if let relationship = property as? RelationshipDescription {
+            setRelationship(value, relationship)
+        } else {
+            setAttribute(value, property as! AttributeDescription, tracking: true)
+        }
+    }
+
+    /// The value of a property without the accessor's hooks (as in Core Data).
+    open func primitiveValue(forKey key: String) -> Any? {
+        let property = property(named: key)
+        fireFaultIfNeeded()
+        if let relationship = property as? RelationshipDescription {
+            if relationship.isToMany {
+                let objects = destinationObjects(relationship)
+                return relationship.isOrdered ? objects as Any : Set(objects) as Any
+            }
+            guard case .objectID(let id) = values[relationship.index] else { return nil }
+            return managedObjectContext?.object(with: id)
+        }
+        let attribute = property as! AttributeDescription
+        if let box = boxed[attribute.index] { return box }
+        let value = values[attribute.index]
+        if attribute.attributeType == .transformable {
+            let decoded = decode(value, attribute: attribute)
+            if let decoded { boxed[attribute.index] = decoded }
+            return decoded
+        }
+        return value.publicValue(for: attribute.attributeType)
+    }
+
+    /// Sets a property without the accessor's hooks; the change is still tracked (as in Core Data, a
+    /// primitive change is saved), but inverse relationships are not updated.
+    open func setPrimitiveValue(_ value: Any?, forKey key: String) {
+        let property = property(named: key)
+        if let relationship = property as? RelationshipDescription {
+            setRelationship(value, relationship, maintainInverse: false)
+        } else {
+            setAttribute(value, property as! AttributeDescription, tracking: true)
+        }
+    }
+
+    /// Hooks for hand-written accessors, as in Core Data; ObjectGraph tracks changes without them.
+    open func willAccessValue(forKey key: String?) { checkQueue("willAccessValue(forKey:)"); fireFaultIfNeeded() }
+    open func didAccessValue(forKey key: String?) {}
+    open func willChangeValue(forKey key: String) { checkQueue("willChangeValue(forKey:)"); fireFaultIfNeeded() }
+    open func didChangeValue(forKey key: String) {}
+
+    // MARK: - Internals
+
+    @inline(__always)
+    func checkQueue(_ operation: @autoclosure () -> String) {
+        if ConcurrencyChecks.enabled, let context = managedObjectContext {
+            context.assertOnQueue(operation: operation(), object: self)
+        }
+    }
+
+    func property(named key: String) -> PropertyDescription {
+        guard let property = entity.propertiesByName[key] else {
+            fatalError("ObjectGraph: entity '\(entity.name)' has no property '\(key)' (object \(objectID))")
+        }
+        return property
+    }
+
+    /// The stored value at an index (no fault firing).
+    func storedValue(_ index: Int) -> Value { index < values.count ? values[index] : .null }
+
+    func decode(_ value: Value, attribute: AttributeDescription) -> Any? {
+        if attribute.attributeType == .transformable {
+            guard case .data(let data) = value else { return value.publicValue(for: .binaryData) }
+            return try? TransformableCoding.decode(data, valueType: attribute.valueType)
+        }
+        return value.publicValue(for: attribute.attributeType)
+    }
+
+    func fireFaultIfNeeded() {
+        if flags.contains(.fault) {
+            guard let context = managedObjectContext else {
+                fatalError("ObjectGraph: object \(objectID) is a fault with no context (its context was reset or deallocated); it cannot be read")
+            }
+            context.fulfillFault(self)
+        }
+    }
+
+    func setAttribute(_ newValue: Any?, _ attribute: AttributeDescription, tracking: Bool) {
+        fireFaultIfNeeded()
+        let index = attribute.index
+        if attribute.attributeType == .transformable {
+            boxed[index] = nil
+            if let newValue, !(newValue is NSNull) {
+                boxed[index] = newValue
+                values[index] = .data(Data())  // placeholder; encoded at save
+            } else {
+                values[index] = .null
+            }
+        } else if let converted = Value.converting(newValue, to: attribute.attributeType, valueType: nil) {
+            boxed[index] = nil
+            if tracking, !flags.contains(.inserted), values[index] == converted, !changedIndices.contains(index) { return }
+            values[index] = converted
+        } else {
+            // The wrong type: kept as given, refused by validation at save.
+            boxed[index] = newValue
+            values[index] = .null
+        }
+        if tracking { markChanged(index) }
+    }
+
+    func markChanged(_ index: Int) {
+        changedIndices.insert(index)
+        if !flags.contains(.inserted) && !flags.contains(.deleted) && !flags.contains(.updated) {
+            flags.insert(.updated)
+            managedObjectContext?.objectDidBecomeUpdated(self)
+        }
+    }
+
+    // MARK: - Relationships
+
+    func relationshipValue(_ relationship: RelationshipDescription) -> RelationshipValue {
+        if let value = toMany[relationship.index] { return value }
+        let value = RelationshipValue(isOrdered: relationship.isOrdered, loaded: flags.contains(.inserted) || objectID.isTemporaryID)
+        toMany[relationship.index] = value
+        return value
+    }
+
+    /// The destination IDs of a to-many relationship, loading them when needed.
+    func destinationIDs(_ relationship: RelationshipDescription) -> [ManagedObjectID] {
+        fireFaultIfNeeded()
+        let value = relationshipValue(relationship)
+        if !value.isLoaded { managedObjectContext?.loadToMany(relationship, of: [self]) }
+        return value.ids
+    }
+
+    func destinationObjects(_ relationship: RelationshipDescription) -> [ManagedObject] {
+        let ids = destinationIDs(relationship)
+        guard let context = managedObjectContext else { return [] }
+        return ids.map { context.object(with: $0) }
+    }
+
+    func toOneID(_ relationship: RelationshipDescription) -> ManagedObjectID? {
+        fireFaultIfNeeded()
+        if case .objectID(let id) = values[relationship.index] { return id }
+        return nil
+    }
+
+    func setRelationship(_ newValue: Any?, _ relationship: RelationshipDescription, maintainInverse: Bool = true) {
+        fireFaultIfNeeded()
+        if relationship.isToMany {
+            var objects: [ManagedObject]
+            switch newValue {
+            case nil, is NSNull: objects = []
+            case let set as Set<ManagedObject>: objects = Array(set)
+            case let array as [ManagedObject]: objects = array
+            case let sequence as any Sequence:
+                objects = sequence.compactMap { $0 as? ManagedObject }
+            default:
+                fatalError("ObjectGraph: '\(entity.name).\(relationship.name)' is to-many; set a Set<ManagedObject> or [ManagedObject], not \(type(of: newValue!)) (object \(objectID))")
+            }
+            replaceDestinations(of: relationship, with: objects, maintainInverse: maintainInverse)
+        } else {
+            let object: ManagedObject?
+            switch newValue {
+            case nil, is NSNull: object = nil
+            case let o as ManagedObject: object = o
+            default:
+                fatalError("ObjectGraph: '\(entity.name).\(relationship.name)' is to-one; set a ManagedObject, not \(type(of: newValue!)) (object \(objectID))")
+            }
+            if let object { managedObjectContext?.checkSameContext(object, relationship: relationship, source: self) }
+            setToOne(relationship, to: object, maintainInverse: maintainInverse)
+        }
+    }
+
+    /// Sets a to-one relationship and, when asked, its inverse on both the old and new destination.
+    func setToOne(_ relationship: RelationshipDescription, to object: ManagedObject?, maintainInverse: Bool) {
+        fireFaultIfNeeded()
+        let oldID = toOneID(relationship)
+        let newID = object?.objectID
+        if oldID == newID { return }
+        values[relationship.index] = newID.map(Value.objectID) ?? .null
+        markChanged(relationship.index)
+        guard maintainInverse, let inverse = relationship.inverseRelationship, let context = managedObjectContext else { return }
+        if let oldID, let old = context.existingRegisteredOrFault(oldID) {
+            if inverse.isToMany {
+                old.removeDestination(self.objectID, from: inverse)
+            } else if old.toOneID(inverse) == objectID {
+                old.setToOne(inverse, to: nil, maintainInverse: false)
+            }
+        }
+        if let object {
+            if inverse.isToMany {
+                object.addDestination(self.objectID, to: inverse)
+            } else {
+                // One-to-one: the new destination leaves its previous partner.
+                if let previous = object.toOneID(inverse), previous != objectID, let partner = context.existingRegisteredOrFault(previous) {
+                    if partner.toOneID(relationship) == object.objectID { partner.setToOne(relationship, to: nil, maintainInverse: false) }
+                }
+                object.setToOne(inverse, to: self, maintainInverse: false)
+            }
+        }
+    }
+
+    /// Adds one destination to a to-many relationship (without its inverse).
+    func addDestination(_ id: ManagedObjectID, to relationship: RelationshipDescription) {
+        fireFaultIfNeeded()
+        if relationshipValue(relationship).add(id) { markChanged(relationship.index) }
+    }
+
+    /// Removes one destination from a to-many relationship (without its inverse).
+    func removeDestination(_ id: ManagedObjectID, from relationship: RelationshipDescription) {
+        fireFaultIfNeeded()
+        if relationshipValue(relationship).remove(id) { markChanged(relationship.index) }
+    }
+
+    /// Replaces a to-many relationship's destinations, keeping inverses in sync.
+    func replaceDestinations(of relationship: RelationshipDescription, with objects: [ManagedObject], maintainInverse: Bool) {
+        guard let context = managedObjectContext else { return }
+        for object in objects { context.checkSameContext(object, relationship: relationship, source: self) }
+        let old = destinationIDs(relationship)
+        let oldSet = Set(old)
+        let newIDs = objects.map(\.objectID)
+        let newSet = Set(newIDs)
+        let removed = old.filter { !newSet.contains($0) }
+        let added = objects.filter { !oldSet.contains($0.objectID) }
+        let value = relationshipValue(relationship)
+        if removed.isEmpty && added.isEmpty && (!relationship.isOrdered || old == newIDs) { return }
+        value.replace(with: newIDs)
+        markChanged(relationship.index)
+        guard maintainInverse, let inverse = relationship.inverseRelationship else { return }
+        // Fault the other sides in together rather than one by one.
+        context.fulfillFaults(removed.compactMap { context.registeredObject(for: $0) } + added)
+        for id in removed {
+            guard let other = context.existingRegisteredOrFault(id) else { continue }
+            if inverse.isToMany {
+                other.removeDestination(objectID, from: inverse)
+            } else if other.toOneID(inverse) == objectID {
+                other.setToOne(inverse, to: nil, maintainInverse: false)
+            }
+        }
+        for other in added {
+            if inverse.isToMany {
+                other.addDestination(objectID, to: inverse)
+            } else {
+                if let previousID = other.toOneID(inverse), previousID != objectID, let previous = context.existingRegisteredOrFault(previousID) {
+                    previous.removeDestination(other.objectID, from: relationship)
+                }
+                other.setToOne(inverse, to: self, maintainInverse: false)
+            }
+        }
+    }
+
+    // MARK: - Validation
+
+    func validateProperties() throws {
+        var errors: [ObjectGraphError] = []
+        for property in entity.properties {
+            do { try validate(property) } catch let error as ObjectGraphError {
+                if error.underlyingErrors.isEmpty { errors.append(error) } else { errors += error.underlyingErrors }
+            }
+        }
+        if errors.count == 1 { throw errors[0] }
+        if errors.count > 1 {
+            throw ObjectGraphError(
+                .validation, "\(errors.count) validation errors on \(entity.name) \(objectID)", entityName: entity.name,
+                objectID: objectID, underlyingErrors: errors)
+        }
+    }
+
+    private func failure(_ property: PropertyDescription, _ message: String) -> ObjectGraphError {
+        ObjectGraphError(.validation, "\(entity.name).\(property.name) of \(objectID): \(message)", entityName: entity.name, key: property.name, objectID: objectID)
+    }
+
+    private func validate(_ property: PropertyDescription) throws {
+        if let attribute = property as? AttributeDescription {
+            let index = attribute.index
+            let value = values[index]
+            if attribute.attributeType != .transformable, let wrong = boxed[index] {
+                throw failure(attribute, "\(type(of: wrong)) value \(wrong) is not a valid \(attribute.attributeType) (expected \(attribute.attributeType.swiftTypeName))")
+            }
+            let isNil = attribute.attributeType == .transformable ? boxed[index] == nil && value.isNull : value.isNull
+            if isNil {
+                if !attribute.isOptional { throw failure(attribute, "a value is required") }
+                return
+            }
+            if attribute.attributeType == .transformable, let box = boxed[index] {
+                do { _ = try TransformableCoding.encode(box, valueType: attribute.valueType) } catch {
+                    throw failure(attribute, "\(type(of: box)) cannot be encoded: \(error)")
+                }
+            }
+            if let minimum = attribute.minimumValue, Value.compare(value, minimum) == .orderedAscending {
+                throw failure(attribute, "\(value.debugText) is less than the minimum \(minimum.debugText)")
+            }
+            if let maximum = attribute.maximumValue, Value.compare(value, maximum) == .orderedDescending {
+                throw failure(attribute, "\(value.debugText) is greater than the maximum \(maximum.debugText)")
+            }
+            if case .string(let s) = value {
+                if let minimumLength = attribute.minimumLength, s.count < minimumLength {
+                    throw failure(attribute, "\(s.debugDescription) is shorter than \(minimumLength) characters")
+                }
+                if let maximumLength = attribute.maximumLength, s.count > maximumLength {
+                    throw failure(attribute, "\(s.debugDescription) is longer than \(maximumLength) characters")
+                }
+                if let regex = attribute.compiledRegularExpression,
+                   regex.firstMatch(in: s, range: NSRange(s.startIndex..., in: s)) == nil {
+                    throw failure(attribute, "\(s.debugDescription) does not match the pattern \(attribute.regularExpression ?? "")")
+                }
+            }
+            try validateValue(primitiveValue(forKey: attribute.name), forKey: attribute.name)
+        } else if let relationship = property as? RelationshipDescription {
+            if relationship.isToMany {
+                let count = destinationIDs(relationship).count
+                if count == 0 && !relationship.isOptional && relationship.minCount == 0 {
+                    throw failure(relationship, "at least one destination is required")
+                }
+                if relationship.minCount > 0 && count < relationship.minCount && !(relationship.isOptional && count == 0) {
+                    throw failure(relationship, "has \(count) destinations, fewer than the minimum \(relationship.minCount)")
+                }
+                if relationship.maxCount > 0 && count > relationship.maxCount {
+                    throw failure(relationship, "has \(count) destinations, more than the maximum \(relationship.maxCount)")
+                }
+            } else if !relationship.isOptional && toOneID(relationship) == nil {
+                throw failure(relationship, "a destination is required")
+            }
+        }
+    }
+
+    func validateDenyRules() throws {
+        var errors: [ObjectGraphError] = []
+        for relationship in entity.relationships where relationship.deleteRule == .deny {
+            let count = relationship.isToMany ? destinationIDs(relationship).count : (toOneID(relationship) == nil ? 0 : 1)
+            if count > 0 {
+                errors.append(failure(relationship, "cannot be deleted: its delete rule is deny and it still has \(count) destination\(count == 1 ? "" : "s")"))
+            }
+        }
+        if errors.count == 1 { throw errors[0] }
+        if errors.count > 1 {
+            throw ObjectGraphError(.validation, "\(errors.count) deny-rule violations on \(objectID)", entityName: entity.name, objectID: objectID, underlyingErrors: errors)
+        }
+    }
+}
+
+@available(*, unavailable, message: "A ManagedObject belongs to its context's queue; pass its objectID to another queue instead")
+extension ManagedObject: @unchecked Sendable {}
+
+/// The destinations of one to-many relationship of one object: loaded from the store on first
+/// use, with the changes made since the last save kept as additions and removals (which also
+/// apply on top of the store's destinations when loaded later).
+final class RelationshipValue {
+    private(set) var isLoaded: Bool
+    let isOrdered: Bool
+    private var order: [ManagedObjectID] = []
+    private var members: Set<ManagedObjectID> = []
+    private(set) var added: Set<ManagedObjectID> = []
+    private(set) var removed: Set<ManagedObjectID> = []
+    /// Whether an ordered relationship's order changed since the last save.
+    private(set) var orderChanged = false
+
+    init(isOrdered: Bool, loaded: Bool) {
+        self.isOrdered = isOrdered
+        self.isLoaded = loaded
+    }
+
+    var ids: [ManagedObjectID] { isOrdered ? order : Array(members) }
+    var count: Int { members.count }
+    func contains(_ id: ManagedObjectID) -> Bool { members.contains(id) }
+    var hasChanges: Bool { !added.isEmpty || !removed.isEmpty || orderChanged }
+
+    /// Fills the relationship from the store's destinations, applying pending changes on top.
+    func load(_ stored: [ManagedObjectID]) {
+        var seen: Set<ManagedObjectID> = []
+        var result: [ManagedObjectID] = []
+        for id in stored where !removed.contains(id) && seen.insert(id).inserted { result.append(id) }
+        if isOrdered {
+            // Additions made before loading keep the order they were made in, at the end.
+            for id in order where !seen.contains(id) && seen.insert(id).inserted { result.append(id) }
+        }
+        for id in added where !seen.contains(id) && seen.insert(id).inserted { result.append(id) }
+        members = seen
+        if isOrdered { order = result }
+        isLoaded = true
+    }
+
+    /// Forgets the destinations (the relationship becomes a fault again), keeping nothing pending.
+    func unload() {
+        isLoaded = false
+        order = []
+        members = []
+        added = []
+        removed = []
+        orderChanged = false
+    }
+
+    @discardableResult
+    func add(_ id: ManagedObjectID) -> Bool {
+        if members.contains(id) { return false }
+        if !isLoaded && added.contains(id) { return false }
+        members.insert(id)
+        if isOrdered { order.append(id); orderChanged = true }
+        if removed.remove(id) == nil { added.insert(id) }
+        return true
+    }
+
+    @discardableResult
+    func remove(_ id: ManagedObjectID) -> Bool {
+        if isLoaded && !members.contains(id) { return false }
+        members.remove(id)
+        if isOrdered, let i = order.firstIndex(of: id) { order.remove(at: i); orderChanged = true }
+        if added.remove(id) == nil { removed.insert(id) }
+        return true
+    }
+
+    func replace(with ids: [ManagedObjectID]) {
+        let newSet = Set(ids)
+        for id in members where !newSet.contains(id) { remove(id) }
+        for id in ids where !members.contains(id) { add(id) }
+        if isOrdered && order != ids {
+            order = ids
+            orderChanged = true
+        }
+    }
+
+    /// Rewrites IDs after a save gave inserted objects permanent IDs.
+    func remap(_ mapping: [ManagedObjectID: ManagedObjectID]) {
+        func m(_ id: ManagedObjectID) -> ManagedObjectID { mapping[id] ?? id }
+        order = order.map(m)
+        members = Set(members.map(m))
+        added = Set(added.map(m))
+        removed = Set(removed.map(m))
+    }
+
+    /// Forgets pending changes once saved.
+    func commit() {
+        added = []
+        removed = []
+        orderChanged = false
+    }
+}
+
+/// Objects of one batch of a batched fetch, fulfilled together when the first of them fires.
+final class FaultBatch {
+    var ids: [ManagedObjectID]
+    init(ids: [ManagedObjectID]) { self.ids = ids }
 }

@@ -1,6 +1,129 @@
 import Foundation
-// Stand-in, replaced by the real protocol.
+
+/// The stored state of one object: its concrete entity, its optimistic-lock version, and its
+/// values laid out by property index (attributes in canonical form, transformables encoded, to-one
+/// relationships as `.objectID` or `.null`; to-many slots are unused and `.null`).
+///
+/// Snapshots are values: the coordinator's row cache shares them between contexts.
+struct Snapshot: Sendable {
+    var entity: EntityDescription
+    var version: Int64
+    var values: [Value]
+}
+
+/// One row a store returns for a fetch: the object's ID and, when asked for, its snapshot.
+struct StoreRow: Sendable {
+    var id: ManagedObjectID
+    var snapshot: Snapshot?
+}
+
+/// A fetch in store terms.
+struct StoreFetchRequest: @unchecked Sendable {  // FetchPredicate and descriptors are immutable values
+    var entity: EntityDescription
+    var includesSubentities: Bool = true
+    var predicate: FetchPredicate?
+    var sortDescriptors: [FetchSortDescriptor] = []
+    var fetchLimit: Int = 0
+    var fetchOffset: Int = 0
+    /// Whether rows are wanted (true) or only IDs (false).
+    var includesPropertyValues: Bool = true
+}
+
+/// An object written by a save.
+struct SavedObject: Sendable {
+    var id: ManagedObjectID
+    var entity: EntityDescription
+    var values: [Value]
+    /// For an update, the indices of the properties that changed.
+    var changedIndices: [Int]
+    /// For an update or a delete, the version the saving context last saw; nil skips the check.
+    var expectedVersion: Int64?
+}
+
+/// A pair added to or removed from a to-many relationship stored in a join table.
+struct JoinChange: Sendable {
+    var relationship: RelationshipDescription
+    var source: ManagedObjectID
+    var destination: ManagedObjectID
+}
+
+/// The full order of an ordered to-many relationship after a save.
+struct OrderingChange: Sendable {
+    var relationship: RelationshipDescription
+    var source: ManagedObjectID
+    var destinations: [ManagedObjectID]
+}
+
+/// Everything one save writes to one store, applied in one transaction.
+struct StoreSaveRequest: Sendable {
+    var inserted: [SavedObject] = []
+    var updated: [SavedObject] = []
+    var deleted: [SavedObject] = []
+    var joinInserts: [JoinChange] = []
+    var joinDeletes: [JoinChange] = []
+    var orderings: [OrderingChange] = []
+
+    var isEmpty: Bool {
+        inserted.isEmpty && updated.isEmpty && deleted.isEmpty && joinInserts.isEmpty && joinDeletes.isEmpty && orderings.isEmpty
+    }
+}
+
+/// What a save did.
+struct StoreSaveResult: Sendable {
+    /// Temporary IDs of inserted objects, mapped to their permanent IDs.
+    var permanentIDs: [ManagedObjectID: ManagedObjectID] = [:]
+    /// The new snapshot of every inserted and updated object, by permanent ID.
+    var snapshots: [ManagedObjectID: Snapshot] = [:]
+}
+
+/// A conflict found by optimistic locking: the row changed (or vanished) since the saving
+/// context read it.
+struct VersionConflict: Sendable {
+    var id: ManagedObjectID
+    var expectedVersion: Int64
+    /// The row as it is in the store now; nil when it was deleted.
+    var persisted: Snapshot?
+}
+
+/// What every kind of store does. A backend knows nothing of contexts: it reads and writes
+/// snapshots, and runs fetches, in one transaction each.
 protocol StoreBackend: AnyObject, Sendable {
+    /// The store's UUID, kept in the store.
     var identifier: String { get }
+    /// The store's metadata.
     var metadata: [String: String] { get }
+    /// How many SQL statements the store has run (0 for stores that run none).
+    var statementCount: Int { get }
+
+    /// Runs a fetch; the rows come back in order, with snapshots when asked for.
+    func fetch(_ request: StoreFetchRequest, store: PersistentStore) throws -> [StoreRow]
+    /// Counts the rows a fetch would return.
+    func count(_ request: StoreFetchRequest, store: PersistentStore) throws -> Int
+    /// Reads the snapshots of objects by ID (all of one store); missing rows are absent.
+    func snapshots(for ids: [ManagedObjectID], store: PersistentStore) throws -> [ManagedObjectID: Snapshot]
+    /// Reads the destinations of a to-many relationship for several sources at once.
+    func destinations(of relationship: RelationshipDescription, for sources: [ManagedObjectID], store: PersistentStore) throws
+        -> [ManagedObjectID: [ManagedObjectID]]
+    /// Reserves `count` primary keys for the entity's table; returns the first.
+    func allocatePrimaryKeys(for entity: EntityDescription, count: Int) throws -> Int64
+    /// Applies a save in one transaction: all of it or, when anything fails, none of it.
+    ///
+    /// - Throws: `.mergeConflict` (with the conflicts) when a version check fails, `.constraintConflict`
+    ///   when a uniqueness constraint is violated, I/O errors.
+    func save(_ request: StoreSaveRequest, store: PersistentStore) throws -> StoreSaveResult
+    /// Reads the current versions and snapshots of rows, for conflict reports and merges.
+    func currentSnapshots(for ids: [ManagedObjectID], store: PersistentStore) throws -> [ManagedObjectID: Snapshot]
+    /// Closes the store.
+    func close() throws
+}
+
+extension StoreBackend {
+    func currentSnapshots(for ids: [ManagedObjectID], store: PersistentStore) throws -> [ManagedObjectID: Snapshot] {
+        try snapshots(for: ids, store: store)
+    }
+}
+
+/// Thrown by a backend when version checks fail; the coordinator turns it into a merge-conflict error.
+struct VersionConflictError: Error {
+    var conflicts: [VersionConflict]
 }

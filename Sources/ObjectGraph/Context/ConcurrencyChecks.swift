@@ -1,0 +1,44 @@
+import Dispatch
+import Foundation
+
+/// Whether every context and object API checks that it runs on its context's queue: always in
+/// debug builds; in release builds when the environment has `OBJECTGRAPH_CONCURRENCY_DEBUG=1`
+/// (Core Data's `-com.apple.CoreData.ConcurrencyDebug 1`).
+enum ConcurrencyChecks {
+    static let enabled: Bool = {
+        if let value = ProcessInfo.processInfo.environment["OBJECTGRAPH_CONCURRENCY_DEBUG"] { return value == "1" }
+        return _isDebugAssertConfiguration()
+    }()
+
+    /// Identifies a context's queue from inside it (`DispatchQueue.getSpecific`).
+    static let queueKey = DispatchSpecificKey<QueueTag>()
+
+    /// The tag of the main queue, installed once.
+    static let mainTag: QueueTag = {
+        let tag = QueueTag(label: "main queue")
+        DispatchQueue.main.setSpecific(key: queueKey, value: tag)
+        return tag
+    }()
+
+    /// Whether the caller runs on the main queue (or the main actor, whose executor it is), or on
+    /// the main thread outside any queue.
+    static var isOnMainQueue: Bool {
+        _ = mainTag
+        if DispatchQueue.getSpecific(key: queueKey) === mainTag { return true }
+        return Thread.isMainThread && DispatchQueue.getSpecific(key: queueKey) == nil
+    }
+
+    static func currentThreadDescription() -> String {
+        let thread = Thread.current
+        var text = thread.isMainThread ? "the main thread" : "thread \(String(format: "0x%lx", UInt(bitPattern: Int(pthread_self()))))"
+        if let name = thread.name, !name.isEmpty { text += " '\(name)'" }
+        if let tag = DispatchQueue.getSpecific(key: queueKey) { text += " running queue '\(tag.label)'" }
+        return text
+    }
+}
+
+/// A value set on a context's queue, to recognise it.
+final class QueueTag: Sendable {
+    let label: String
+    init(label: String) { self.label = label }
+}

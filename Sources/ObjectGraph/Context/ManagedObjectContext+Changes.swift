@@ -1,0 +1,168 @@
+import Foundation
+
+extension ManagedObjectContext {
+    /// Notification names and user-info keys, as in Core Data.
+    public static let objectsDidChangeNotification = Notification.Name("ObjectGraphObjectsDidChangeNotification")
+    public static let willSaveObjectsNotification = Notification.Name("ObjectGraphWillSaveObjectsNotification")
+    public static let didSaveObjectsNotification = Notification.Name("ObjectGraphDidSaveObjectsNotification")
+    public static let didSaveObjectIDsNotification = Notification.Name("ObjectGraphDidSaveObjectIDsNotification")
+    public static let didMergeChangesObjectIDsNotification = Notification.Name("ObjectGraphDidMergeChangesObjectIDsNotification")
+
+    /// Keys of the notifications' `userInfo`.
+    public enum NotificationKey {
+        public static let insertedObjects = "inserted"
+        public static let updatedObjects = "updated"
+        public static let deletedObjects = "deleted"
+        public static let refreshedObjects = "refreshed"
+        public static let invalidatedObjects = "invalidated"
+        public static let invalidatedAllObjects = "invalidatedAll"
+        public static let insertedObjectIDs = "inserted_objectIDs"
+        public static let updatedObjectIDs = "updated_objectIDs"
+        public static let deletedObjectIDs = "deleted_objectIDs"
+        public static let refreshedObjectIDs = "refreshed_objectIDs"
+        public static let invalidatedObjectIDs = "invalidated_objectIDs"
+    }
+
+    /// Applies delete rules to objects deleted since the last call, and posts
+    /// `objectsDidChangeNotification`. Runs at the end of every `perform` block and before a save
+    /// or a fetch.
+    public func processPendingChanges() {
+        assertOnQueue("processPendingChanges()")
+        var deleted: Set<ManagedObject> = []
+        while !pendingDeletes.isEmpty {
+            let batch = pendingDeletes
+            pendingDeletes = []
+            for object in batch where object.flags.contains(.pendingDelete) {
+                object.flags.remove(.pendingDelete)
+                deleted.insert(object)
+                applyDeleteRules(object)
+            }
+        }
+        // Objects inserted and deleted before any save never reach the store.
+        for object in deleted where object.isInserted {
+            insertedObjects.remove(object)
+            deletedObjects.remove(object)
+            unregister(object)
+        }
+        guard hasUnprocessedChanges || !deleted.isEmpty else { return }
+        hasUnprocessedChanges = false
+        NotificationCenter.default.post(name: Self.objectsDidChangeNotification, object: self, userInfo: [
+            NotificationKey.insertedObjects: insertedObjects,
+            NotificationKey.updatedObjects: updatedObjects.filter(\.hasChanges),
+            NotificationKey.deletedObjects: deleted,
+        ])
+    }
+
+    private func applyDeleteRules(_ object: ManagedObject) {
+        object.prepareForDeletion()
+        for relationship in object.entity.relationships {
+            switch relationship.deleteRule {
+            case .noAction, .deny:
+                continue
+            case .nullify:
+                guard let inverse = relationship.inverseRelationship else { continue }
+                for destination in destinations(of: object, relationship) where !destination.isDeleted || destination.isFault {
+                    if inverse.isToMany {
+                        destination.removeDestination(object.objectID, from: inverse)
+                    } else if destination.toOneID(inverse) == object.objectID {
+                        destination.setToOne(inverse, to: nil, maintainInverse: false)
+                    }
+                }
+            case .cascade:
+                let targets = destinations(of: object, relationship)
+                fulfillFaults(targets)
+                for destination in targets where !destination.isDeleted {
+                    // The destination leaves this object's inverse too, then is deleted in turn.
+                    delete(destination)
+                }
+            }
+        }
+    }
+
+    private func destinations(of object: ManagedObject, _ relationship: RelationshipDescription) -> [ManagedObject] {
+        if relationship.isToMany { return object.destinationObjects(relationship) }
+        guard let id = object.toOneID(relationship) else { return [] }
+        return existingRegisteredOrFault(id).map { [$0] } ?? []
+    }
+
+    /// Discards every unsaved change: inserted objects leave, deleted ones come back, updated ones
+    /// take their saved values again.
+    public func rollback() {
+        assertOnQueue("rollback()")
+        for object in insertedObjects { unregister(object) }
+        for object in updatedObjects.union(deletedObjects) where object.managedObjectContext === self {
+            object.flags.remove([.deleted, .pendingDelete, .updated])
+            object.changedIndices = []
+            if let snapshot = object.snapshot {
+                object.values = snapshot.values
+                object.boxed = [:]
+                object.toMany = [:]
+            }
+        }
+        insertedObjects = []
+        updatedObjects = []
+        deletedObjects = []
+        pendingDeletes = []
+        hasUnprocessedChanges = false
+        if !retainsRegisteredObjects { retained = [] }
+    }
+
+    /// Forgets every registered object and unsaved change; objects fetched before must not be used
+    /// afterwards (fetch again, or resolve their IDs).
+    public func reset() {
+        assertOnQueue("reset()")
+        let objects = registered.values.map { $0.takeUnretainedValue() }
+        var held: [ManagedObjectID] = pinnedRows
+        for object in objects {
+            if object.flags.contains(.holdsRowCache) {
+                object.flags.remove(.holdsRowCache)
+                held.append(object.objectID)
+            }
+            object.managedObjectContext = nil
+        }
+        persistentStoreCoordinator?.rowCache.release(held)
+        registered = [:]
+        retained = []
+        aliases = [:]
+        pinnedRows = []
+        insertedObjects = []
+        updatedObjects = []
+        deletedObjects = []
+        pendingDeletes = []
+        hasUnprocessedChanges = false
+    }
+
+    /// Gives inserted objects permanent IDs now, before they are saved.
+    ///
+    /// - Throws: when the store cannot allocate IDs.
+    public func obtainPermanentIDs(for objects: [ManagedObject]) throws {
+        assertOnQueue("obtainPermanentIDs(for:)")
+        let temporary = objects.filter { $0.objectID.isTemporaryID && $0.managedObjectContext === self }
+        guard !temporary.isEmpty else { return }
+        if let parent {
+            // A child asks its root for IDs; the whole chain then uses them.
+            let ids = temporary.map(\.objectID)
+            let mapping = try parent.performAndWait { try parent.permanentIDs(for: ids) }
+            adopt(mapping)
+            return
+        }
+        adopt(try coordinator.allocatePermanentIDs(for: temporary.map(\.objectID)))
+    }
+
+    /// Permanent IDs for temporary ones, allocated by the root of the chain.
+    func permanentIDs(for ids: [ManagedObjectID]) throws -> [ManagedObjectID: ManagedObjectID] {
+        if let parent { return try parent.performAndWait { try parent.permanentIDs(for: ids) } }
+        return try coordinator.allocatePermanentIDs(for: ids)
+    }
+
+    /// Re-registers objects under permanent IDs, keeping the temporary ones as aliases.
+    func adopt(_ mapping: [ManagedObjectID: ManagedObjectID]) {
+        for (temporary, permanent) in mapping {
+            aliases[temporary] = permanent
+            guard let object = registered[temporary]?.takeUnretainedValue() else { continue }
+            registered[temporary] = nil
+            object.objectID = permanent
+            registered[permanent] = Unmanaged.passUnretained(object)
+        }
+    }
+}

@@ -1,0 +1,171 @@
+import Foundation
+
+extension ManagedObjectContext {
+    /// Fills a fault's values: from the row cache when it has the row, else from the store. The
+    /// other faults of its batch (batched fetches) are filled with it.
+    func fulfillFault(_ object: ManagedObject) {
+        if let batch = object.batch {
+            let faults = batch.ids.compactMap { registered[$0]?.takeUnretainedValue() }.filter(\.isFault)
+            for fault in faults { fault.batch = nil }
+            fulfillFaults(faults.contains(object) ? faults : faults + [object])
+            return
+        }
+        do {
+            if try !loadSnapshot(for: object) { inaccessibleFault(object) }
+        } catch {
+            fatalError("ObjectGraph: could not fulfil the fault \(object.objectID) in context '\(debugName)': \(error)")
+        }
+    }
+
+    /// Fills several faults with one store read.
+    func fulfillFaults(_ objects: [ManagedObject]) {
+        let faults = objects.filter { $0.isFault && $0.managedObjectContext === self }
+        if faults.isEmpty { return }
+        if faults.count == 1 {
+            if (try? loadSnapshot(for: faults[0])) != true { inaccessibleFault(faults[0]) }
+            return
+        }
+        var missing: [ManagedObject] = []
+        let cache = coordinator.rowCache
+        let maximumAge = stalenessInterval >= 0 ? stalenessInterval : nil
+        for object in faults {
+            if let snapshot = cache.retainSnapshot(for: object.objectID, maximumAge: maximumAge) {
+                materialize(object, snapshot, holdsRowCache: true)
+            } else {
+                missing.append(object)
+            }
+        }
+        guard !missing.isEmpty else { return }
+        let snapshots: [ManagedObjectID: Snapshot]
+        do { snapshots = try coordinator.fetchSnapshots(missing.map(\.objectID)) } catch {
+            fatalError("ObjectGraph: could not fulfil \(missing.count) faults in context '\(debugName)': \(error)")
+        }
+        for object in missing {
+            if let snapshot = snapshots[object.objectID] {
+                materialize(object, snapshot, holdsRowCache: true)
+            } else {
+                inaccessibleFault(object)
+            }
+        }
+    }
+
+    /// Reads a fault's snapshot (row cache first); false when its row does not exist.
+    func loadSnapshot(for object: ManagedObject) throws -> Bool {
+        if object.objectID.isTemporaryID { return false }
+        let maximumAge = stalenessInterval >= 0 ? stalenessInterval : nil
+        if let snapshot = coordinator.rowCache.retainSnapshot(for: object.objectID, maximumAge: maximumAge) {
+            materialize(object, snapshot, holdsRowCache: true)
+            return true
+        }
+        guard let snapshot = try coordinator.fetchSnapshots([object.objectID])[object.objectID] else { return false }
+        materialize(object, snapshot, holdsRowCache: true)
+        return true
+    }
+
+    /// Gives a fault its values.
+    func materialize(_ object: ManagedObject, _ snapshot: Snapshot, holdsRowCache: Bool) {
+        if object.flags.contains(.holdsRowCache) && holdsRowCache {
+            // The object already held a reference (taken when fetched as a fault).
+            coordinator.rowCache.release([object.objectID])
+        }
+        object.values = snapshot.values
+        object.snapshot = snapshot
+        object.boxed = [:]
+        object.flags.remove(.fault)
+        if holdsRowCache { object.flags.insert(.holdsRowCache) }
+        object.awakeFromFetch()
+    }
+
+    /// A fault whose row no longer exists: Core Data's rule.
+    func inaccessibleFault(_ object: ManagedObject) {
+        guard shouldDeleteInaccessibleFaults else {
+            fatalError("""
+                ObjectGraph: could not fulfil a fault: object \(object.objectID) in context '\(debugName)' has no row in the store \
+                (it was deleted, perhaps by another context, or was never saved). Merge the other context's save before using \
+                the object, or set shouldDeleteInaccessibleFaults = true to get a deleted object with default values instead.
+                """)
+        }
+        object.values = object.entity.properties.map { ($0 as? AttributeDescription)?.defaultStoredValue ?? .null }
+        object.snapshot = nil
+        object.flags.remove(.fault)
+        object.flags.insert(.deleted)
+        for relationship in object.entity.relationships where relationship.isToMany {
+            object.toMany[relationship.index] = RelationshipValue(isOrdered: relationship.isOrdered, loaded: true)
+        }
+    }
+
+    /// Loads a to-many relationship of several objects with one store read.
+    func loadToMany(_ relationship: RelationshipDescription, of objects: [ManagedObject]) {
+        let pending = objects.filter { object in
+            !object.objectID.isTemporaryID && !(object.toMany[relationship.index]?.isLoaded ?? false)
+        }
+        for object in objects where object.objectID.isTemporaryID {
+            let value = object.relationshipValue(relationship)
+            if !value.isLoaded { value.load([]) }
+        }
+        guard !pending.isEmpty else { return }
+        let destinations: [ManagedObjectID: [ManagedObjectID]]
+        do { destinations = try coordinator.destinations(of: relationship, for: pending.map(\.objectID)) } catch {
+            fatalError("ObjectGraph: could not read \(relationship.entity?.name ?? "").\(relationship.name) in context '\(debugName)': \(error)")
+        }
+        for object in pending {
+            object.relationshipValue(relationship).load(destinations[object.objectID] ?? [])
+        }
+    }
+
+    /// Turns an object back into a fault (or, with `mergeChanges`, refreshes its values from the
+    /// store while keeping its unsaved changes on top).
+    ///
+    /// Without `mergeChanges`, the object's unsaved changes are discarded.
+    public func refresh(_ object: ManagedObject, mergeChanges: Bool) {
+        assertOnQueue("refresh(_:mergeChanges:)")
+        guard object.managedObjectContext === self, !object.isInserted else { return }
+        if mergeChanges && object.hasChanges && !object.isFault {
+            let changed = object.changedIndices
+            let current = object.values
+            let boxed = object.boxed
+            let relationships = object.toMany
+            turnIntoFault(object)
+            object.fireFaultIfNeeded()
+            for index in changed {
+                object.values[index] = current[index]
+                if let box = boxed[index] { object.boxed[index] = box }
+                if let value = relationships[index] { object.toMany[index] = value }
+            }
+            object.changedIndices = changed
+            return
+        }
+        if object.isDeleted {
+            deletedObjects.remove(object)
+            object.flags.remove([.deleted, .pendingDelete])
+            pendingDeletes.removeAll { $0 === object }
+        }
+        turnIntoFault(object)
+    }
+
+    /// Refreshes every registered object (unchanged objects become faults; changed ones keep their
+    /// changes on top of the store's current values).
+    public func refreshAllObjects() {
+        assertOnQueue("refreshAllObjects()")
+        for object in registered.values.map({ $0.takeUnretainedValue() }) {
+            refresh(object, mergeChanges: true)
+        }
+    }
+
+    func turnIntoFault(_ object: ManagedObject) {
+        if object.isFault { return }
+        object.willTurnIntoFault()
+        if object.flags.contains(.holdsRowCache) {
+            coordinator.rowCache.release([object.objectID])
+        }
+        object.values = []
+        object.snapshot = nil
+        object.boxed = [:]
+        object.toMany = [:]
+        object.changedIndices = []
+        object.flags = [.fault]
+        updatedObjects.remove(object)
+        if !retainsRegisteredObjects { retained.remove(object) }
+        object.didTurnIntoFault()
+    }
+}

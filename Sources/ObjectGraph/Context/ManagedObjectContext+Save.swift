@@ -1,0 +1,202 @@
+import Foundation
+
+extension ManagedObjectContext {
+    /// Saves the context's changes: into the store (one transaction) for a context on a
+    /// coordinator, into its parent for a child context.
+    ///
+    /// Before writing, delete rules are applied, `willSave()` is called on every changed object,
+    /// and every object is validated; every failure is reported, not only the first.
+    ///
+    /// - Throws: ``ObjectGraphError/validation`` (with every failure in `underlyingErrors`),
+    ///   ``ObjectGraphError/mergeConflict`` when another context saved the same objects since they
+    ///   were read, ``ObjectGraphError/constraintConflict``, ``ObjectGraphError/readOnly``, I/O
+    ///   errors. When a save throws, nothing is written and the context keeps its changes, so a
+    ///   retry can succeed.
+    public func save() throws {
+        assertOnQueue("save()")
+        processPendingChanges()
+        guard !insertedObjects.isEmpty || !deletedObjects.isEmpty || updatedObjects.contains(where: \.hasChanges) else { return }
+        if parent != nil {
+            throw ObjectGraphError(.unsupported, "Context '\(debugName)' is a child context; saving into a parent context is not available yet")
+        }
+        NotificationCenter.default.post(name: Self.willSaveObjectsNotification, object: self)
+        // willSave() may change objects (and delete some): process until stable.
+        var notified: Set<ObjectIdentifier> = []
+        while true {
+            let changed = Array(insertedObjects) + Array(updatedObjects) + Array(deletedObjects)
+            let fresh = changed.filter { notified.insert(ObjectIdentifier($0)).inserted }
+            if fresh.isEmpty { break }
+            for object in fresh { object.willSave() }
+            processPendingChanges()
+        }
+        try validateChanges()
+        let store = try coordinator.storeForInsert(of: insertedObjects.first?.entity ?? model!.entities[0])
+        let (request, saved) = try makeSaveRequest()
+        let result: StoreSaveResult
+        do {
+            result = try coordinator.save(request, to: store)
+        } catch let error as VersionConflictError {
+            throw mergeConflictError(error.conflicts)
+        }
+        didSave(saved, result: result)
+    }
+
+    /// Validates every inserted, updated and deleted object; throws all failures at once.
+    func validateChanges() throws {
+        var errors: [ObjectGraphError] = []
+        func collect(_ body: () throws -> Void) {
+            do { try body() } catch let error as ObjectGraphError {
+                if error.underlyingErrors.isEmpty { errors.append(error) } else { errors += error.underlyingErrors }
+            } catch {
+                errors.append(ObjectGraphError(.validation, "\(error)"))
+            }
+        }
+        for object in insertedObjects where !object.isDeleted { collect { try object.validateForInsert() } }
+        for object in updatedObjects where !object.isDeleted && object.hasChanges { collect { try object.validateForUpdate() } }
+        for object in deletedObjects { collect { try object.validateForDelete() } }
+        guard !errors.isEmpty else { return }
+        if errors.count == 1 { throw errors[0] }
+        throw ObjectGraphError(
+            .validation, "\(errors.count) validation errors: " + errors.map(\.message).joined(separator: "; "),
+            entityName: errors[0].entityName, key: errors[0].key, objectID: errors[0].objectID, underlyingErrors: errors)
+    }
+
+    struct SavedObjects {
+        var inserted: [ManagedObject] = []
+        var updated: [ManagedObject] = []
+        var deleted: [ManagedObject] = []
+    }
+
+    /// The store request for the context's changes, with IDs made canonical and transformable
+    /// values encoded.
+    func makeSaveRequest() throws -> (StoreSaveRequest, SavedObjects) {
+        var request = StoreSaveRequest()
+        var saved = SavedObjects()
+        func canonicalValues(_ object: ManagedObject) throws -> [Value] {
+            var values = object.values
+            for (index, value) in values.enumerated() {
+                if case .objectID(let id) = value, let permanent = aliases[id] { values[index] = .objectID(permanent) }
+            }
+            for attribute in object.entity.attributes where attribute.attributeType == .transformable {
+                if let box = object.boxed[attribute.index] {
+                    values[attribute.index] = .data(try TransformableCoding.encode(box, valueType: attribute.valueType))
+                } else if case .data(let d) = values[attribute.index], d.isEmpty, object.snapshot == nil {
+                    values[attribute.index] = .null
+                }
+            }
+            return values
+        }
+        func relationshipChanges(_ object: ManagedObject) {
+            for (index, value) in object.toMany where value.hasChanges {
+                guard let relationship = object.entity.properties[index] as? RelationshipDescription else { continue }
+                let source = canonical(object.objectID)
+                if relationship.usesJoinTable {
+                    for id in value.added { request.joinInserts.append(JoinChange(relationship: relationship, source: source, destination: canonical(id))) }
+                    for id in value.removed { request.joinDeletes.append(JoinChange(relationship: relationship, source: source, destination: canonical(id))) }
+                }
+                if relationship.isOrdered && value.isLoaded {
+                    request.orderings.append(OrderingChange(relationship: relationship, source: source, destinations: value.ids.map(canonical)))
+                } else if relationship.isOrdered && value.hasChanges {
+                    let ids = object.destinationIDs(relationship)
+                    request.orderings.append(OrderingChange(relationship: relationship, source: source, destinations: ids.map(canonical)))
+                }
+            }
+        }
+        for object in insertedObjects where !object.isDeleted {
+            request.inserted.append(SavedObject(
+                id: object.objectID, entity: object.entity, values: try canonicalValues(object), changedIndices: [], expectedVersion: nil))
+            relationshipChanges(object)
+            saved.inserted.append(object)
+        }
+        for object in updatedObjects where !object.isDeleted && !object.isInserted && object.hasChanges {
+            let persistent = object.changedIndices.filter { index in
+                !((object.entity.properties[index] as? AttributeDescription)?.isTransient ?? false)
+            }
+            saved.updated.append(object)
+            if persistent.isEmpty { continue }
+            request.updated.append(SavedObject(
+                id: object.objectID, entity: object.entity, values: try canonicalValues(object), changedIndices: persistent.sorted(),
+                expectedVersion: object.snapshot?.version))
+            relationshipChanges(object)
+        }
+        for object in deletedObjects where !object.isInserted {
+            request.deleted.append(SavedObject(
+                id: object.objectID, entity: object.entity, values: [], changedIndices: [], expectedVersion: object.snapshot?.version))
+            saved.deleted.append(object)
+        }
+        return (request, saved)
+    }
+
+    /// Brings the context up to date after a successful save and posts `didSaveObjectsNotification`.
+    func didSave(_ saved: SavedObjects, result: StoreSaveResult) {
+        let mapping = result.permanentIDs
+        adopt(mapping)
+        var inserted = Set<ManagedObject>(), updated = Set<ManagedObject>(), deleted = Set<ManagedObject>()
+        func settle(_ object: ManagedObject) {
+            let id = object.objectID
+            if let snapshot = result.snapshots[id] {
+                // Keep transient values and decoded transformables; take stored values as written.
+                var values = snapshot.values
+                for attribute in object.entity.attributes where attribute.isTransient { values[attribute.index] = object.values[attribute.index] }
+                object.values = values
+                var snapshot = snapshot
+                snapshot.values = values
+                object.snapshot = snapshot
+            } else {
+                object.values = object.values.map { if case .objectID(let i) = $0, let p = aliases[i] ?? mapping[i] { .objectID(p) } else { $0 } }
+            }
+            for value in object.toMany.values {
+                value.remap(aliases)
+                value.commit()
+            }
+            object.changedIndices = []
+            object.flags.remove([.inserted, .updated])
+        }
+        for object in saved.inserted {
+            settle(object)
+            inserted.insert(object)
+        }
+        for object in saved.updated {
+            settle(object)
+            updated.insert(object)
+        }
+        for object in saved.deleted {
+            deleted.insert(object)
+            object.flags.remove([.deleted, .pendingDelete])
+            unregister(object)
+            object.flags.insert(.invalid)
+        }
+        insertedObjects = []
+        updatedObjects = []
+        deletedObjects = []
+        if !retainsRegisteredObjects { retained = [] }
+        // Objects stay alive through the notification and didSave().
+        for object in inserted { object.didSave() }
+        for object in updated { object.didSave() }
+        for object in deleted { object.didSave() }
+        NotificationCenter.default.post(name: Self.didSaveObjectsNotification, object: self, userInfo: [
+            NotificationKey.insertedObjects: inserted,
+            NotificationKey.updatedObjects: updated,
+            NotificationKey.deletedObjects: deleted,
+        ])
+        NotificationCenter.default.post(name: Self.didSaveObjectIDsNotification, object: self, userInfo: [
+            NotificationKey.insertedObjectIDs: Set(inserted.map(\.objectID)),
+            NotificationKey.updatedObjectIDs: Set(updated.map(\.objectID)),
+            NotificationKey.deletedObjectIDs: Set(deleted.map(\.objectID)),
+        ])
+    }
+
+    func mergeConflictError(_ conflicts: [VersionConflict]) -> ObjectGraphError {
+        let errors = conflicts.map { conflict -> ObjectGraphError in
+            let state = conflict.persisted.map { "the store has version \($0.version)" } ?? "the row was deleted"
+            return ObjectGraphError(
+                .mergeConflict,
+                "\(conflict.id) was changed by another context since context '\(debugName)' read it (read version \(conflict.expectedVersion), \(state))",
+                entityName: conflict.id.entityName, objectID: conflict.id)
+        }
+        if errors.count == 1 { return errors[0] }
+        return ObjectGraphError(
+            .mergeConflict, "\(errors.count) optimistic locking failures: " + errors.map(\.message).joined(separator: "; "),
+            objectID: errors[0].objectID, underlyingErrors: errors)
+    }
+}

@@ -1,0 +1,297 @@
+import Foundation
+import Synchronization
+
+/// Counters that show what the stores and the row cache did.
+public struct StoreStatistics: Sendable, Hashable, CustomStringConvertible {
+    /// SQL statements run by the coordinator's stores.
+    public var sqlStatements: Int
+    /// Faults fulfilled from the row cache, without the store.
+    public var rowCacheHits: Int
+    /// Faults that found nothing in the row cache.
+    public var rowCacheMisses: Int
+    /// Faults fulfilled by reading the store.
+    public var faultsFromStore: Int
+    /// Rows in the row cache now.
+    public var rowCacheCount: Int
+
+    public var description: String {
+        "sqlStatements: \(sqlStatements), rowCacheHits: \(rowCacheHits), rowCacheMisses: \(rowCacheMisses), faultsFromStore: \(faultsFromStore), rowCacheCount: \(rowCacheCount)"
+    }
+}
+
+/// The coordinator: one model, its stores, and the row cache, shared by any number of contexts on
+/// any queues (`NSPersistentStoreCoordinator`).
+///
+/// ```swift
+/// let coordinator = PersistentStoreCoordinator(managedObjectModel: model)
+/// try coordinator.addPersistentStore(type: .sqlite, at: url)
+/// ```
+///
+/// It is safe to use from any thread: it locks itself internally. Fetches and fault fulfilment on
+/// an SQLite store read through a pool of connections and run concurrently with each other and
+/// with a save; saves are serialized.
+public final class PersistentStoreCoordinator: Sendable, CustomStringConvertible {
+    /// The model of every store.
+    public let managedObjectModel: ManagedObjectModel
+    /// A name, for debugging.
+    public let name: String?
+
+    private let stores = Mutex<[PersistentStore]>([])
+    let rowCache = RowCache()
+    let faultsFromStoreCounter = Atomic<Int>(0)
+    private let exclusive = CoordinatorLock()
+
+    public init(managedObjectModel: ManagedObjectModel, name: String? = nil) {
+        self.managedObjectModel = managedObjectModel
+        self.name = name
+    }
+
+    public var description: String { "PersistentStoreCoordinator(\(name ?? "unnamed"), \(persistentStores.count) stores)" }
+
+    /// The stores, in the order they were added.
+    public var persistentStores: [PersistentStore] { stores.withLock { $0 } }
+
+    /// Adds a store.
+    ///
+    /// ```swift
+    /// try coordinator.addPersistentStore(type: .sqlite, at: url)
+    /// try coordinator.addPersistentStore(type: .inMemory, at: nil)   // a new, empty store each call
+    /// ```
+    ///
+    /// - Parameters:
+    ///   - options: ``PersistentStoreOption`` keys: durability (`synchronous` FULL by default, or NORMAL),
+    ///     read-only, reader count, busy timeout.
+    /// - Throws: ``ObjectGraphError/invalidModel`` when the model is invalid,
+    ///   ``ObjectGraphError/notADatabase`` for a file that is not an SQLite database (left as it was),
+    ///   ``ObjectGraphError/incompatibleModel`` for a store written with another model,
+    ///   ``ObjectGraphError/io`` or ``ObjectGraphError/readOnly`` for a location that cannot be written.
+    @discardableResult
+    public func addPersistentStore(
+        type: StoreType, configuration: String? = nil, at url: URL? = nil, options: [String: any Sendable]? = nil
+    ) throws -> PersistentStore {
+        try managedObjectModel.validate()
+        let options = options ?? [:]
+        let readOnly = (options[PersistentStoreOption.readOnly] as? Bool) ?? false
+        var durability = StoreDurability.full
+        if let d = options[PersistentStoreOption.durability] as? StoreDurability { durability = d }
+        if let d = options[PersistentStoreOption.durability] as? String, let parsed = StoreDurability(rawValue: d.lowercased()) { durability = parsed }
+        let readers = (options[PersistentStoreOption.maximumReaderCount] as? Int) ?? 5
+        let busyTimeout = (options[PersistentStoreOption.busyTimeout] as? Double) ?? 5
+        lock()
+        defer { unlock() }
+        let backend: any StoreBackend
+        switch type {
+        case .sqlite:
+            guard let url else {
+                throw ObjectGraphError(.io, "An SQLite store needs a file URL")
+            }
+            if let existing = persistentStore(for: url) {
+                throw ObjectGraphError(.io, "The store at \(url.path) is already added to this coordinator as \(existing.identifier)", url: url)
+            }
+            backend = try SQLiteStore(
+                url: url, model: managedObjectModel, readOnly: readOnly, durability: durability,
+                maximumReaderCount: readers, busyTimeout: busyTimeout)
+        case .inMemory:
+            backend = InMemoryStore(model: managedObjectModel)
+        case .binary, .xml:
+            guard let url else { throw ObjectGraphError(.io, "A \(type) store needs a file URL") }
+            backend = try AtomicStore(url: url, model: managedObjectModel, format: type == .xml ? .xml : .binary, readOnly: readOnly)
+        default:
+            throw ObjectGraphError(.unsupported, "Unknown store type '\(type)'")
+        }
+        let store = PersistentStore(
+            type: type, url: url, configurationName: configuration, isReadOnly: readOnly, durability: durability, backend: backend)
+        stores.withLock { $0.append(store) }
+        return store
+    }
+
+    /// Removes a store; its objects become inaccessible to contexts that have not fetched them.
+    public func removePersistentStore(_ store: PersistentStore) throws {
+        lock()
+        defer { unlock() }
+        stores.withLock { $0.removeAll { $0 === store } }
+        try store.backend.close()
+    }
+
+    /// The store at a URL, if added.
+    public func persistentStore(for url: URL) -> PersistentStore? {
+        let path = url.standardizedFileURL.path
+        return persistentStores.first { $0.url?.standardizedFileURL.path == path }
+    }
+
+    /// The ID named by a URI from `ManagedObjectID.uriRepresentation()`, or nil when it names no
+    /// store of this coordinator or no entity of its model.
+    public func managedObjectID(forURIRepresentation url: URL) -> ManagedObjectID? {
+        guard url.scheme == "x-objectgraph", let host = url.host, !host.isEmpty else { return nil }
+        let parts = url.path.split(separator: "/")
+        guard parts.count == 2, let entity = managedObjectModel.entitiesByName[String(parts[0])],
+              parts[1].first == "p", let pk = Int64(parts[1].dropFirst()),
+              let store = persistentStores.first(where: { $0.identifier.caseInsensitiveCompare(host) == .orderedSame })
+        else { return nil }
+        return ManagedObjectID(entity: entity, store: store, primaryKey: pk)
+    }
+
+    /// Counters of store and row-cache activity.
+    public var statistics: StoreStatistics {
+        StoreStatistics(
+            sqlStatements: persistentStores.reduce(0) { $0 + $1.backend.statementCount },
+            rowCacheHits: rowCache.hits.load(ordering: .relaxed),
+            rowCacheMisses: rowCache.misses.load(ordering: .relaxed),
+            faultsFromStore: faultsFromStoreCounter.load(ordering: .relaxed),
+            rowCacheCount: rowCache.count)
+    }
+
+    // MARK: - Locking
+
+    /// Takes the coordinator's lock (recursive): until `unlock()`, other threads' store access waits.
+    public func lock() { exclusive.lock() }
+    /// Releases the lock taken by `lock()` or a successful `tryLock()`.
+    public func unlock() { exclusive.unlock() }
+    /// Takes the lock if no other thread holds it.
+    public func tryLock() -> Bool { exclusive.tryLock() }
+
+    /// Runs a store access, waiting while another thread holds the coordinator's lock.
+    func access<T>(_ body: () throws -> T) rethrows -> T {
+        exclusive.waitUntilAvailable()
+        return try body()
+    }
+
+    // MARK: - Store access for contexts
+
+    /// The store new objects go to.
+    func storeForInsert(of entity: EntityDescription) throws -> PersistentStore {
+        guard let store = persistentStores.first(where: { !$0.isReadOnly }) ?? persistentStores.first else {
+            throw ObjectGraphError(.noPersistentStore, "The coordinator has no persistent store to save \(entity.name) objects to", entityName: entity.name)
+        }
+        return store
+    }
+
+    func fetchRows(_ request: StoreFetchRequest) throws -> [StoreRow] {
+        try access {
+            let stores = persistentStores
+            if stores.isEmpty {
+                throw ObjectGraphError(.noPersistentStore, "The coordinator has no persistent store to fetch \(request.entity.name) from", entityName: request.entity.name)
+            }
+            var rows: [StoreRow] = []
+            for store in stores { rows += try store.backend.fetch(request, store: store) }
+            return rows
+        }
+    }
+
+    func countRows(_ request: StoreFetchRequest) throws -> Int {
+        try access {
+            try persistentStores.reduce(0) { $0 + (try $1.backend.count(request, store: $1)) }
+        }
+    }
+
+    /// Snapshots of objects from the store (not the cache), registered in the row cache with a
+    /// reference each.
+    func fetchSnapshots(_ ids: [ManagedObjectID]) throws -> [ManagedObjectID: Snapshot] {
+        try access {
+            var result: [ManagedObjectID: Snapshot] = [:]
+            var byStore: [ObjectIdentifier: (PersistentStore, [ManagedObjectID])] = [:]
+            for id in ids {
+                guard let store = id.persistentStore else { continue }
+                byStore[ObjectIdentifier(store), default: (store, [])].1.append(id)
+            }
+            for (store, list) in byStore.values {
+                let found = try store.backend.snapshots(for: list, store: store)
+                result.merge(found) { a, _ in a }
+            }
+            faultsFromStoreCounter.add(result.count, ordering: .relaxed)
+            rowCache.register(result.map { StoreRow(id: $0.key, snapshot: $0.value) }, retain: true)
+            return result
+        }
+    }
+
+    func destinations(of relationship: RelationshipDescription, for sources: [ManagedObjectID]) throws -> [ManagedObjectID: [ManagedObjectID]] {
+        try access {
+            var result: [ManagedObjectID: [ManagedObjectID]] = [:]
+            var byStore: [ObjectIdentifier: (PersistentStore, [ManagedObjectID])] = [:]
+            for id in sources {
+                guard let store = id.persistentStore else { continue }
+                byStore[ObjectIdentifier(store), default: (store, [])].1.append(id)
+            }
+            for (store, list) in byStore.values {
+                result.merge(try store.backend.destinations(of: relationship, for: list, store: store)) { a, _ in a }
+            }
+            return result
+        }
+    }
+
+    func allocatePermanentIDs(for ids: [ManagedObjectID]) throws -> [ManagedObjectID: ManagedObjectID] {
+        try access {
+            var result: [ManagedObjectID: ManagedObjectID] = [:]
+            var byRoot: [ObjectIdentifier: [ManagedObjectID]] = [:]
+            for id in ids where id.isTemporaryID { byRoot[ObjectIdentifier(id.entity.rootEntity), default: []].append(id) }
+            for list in byRoot.values {
+                let store = try storeForInsert(of: list[0].entity)
+                if store.isReadOnly { throw ObjectGraphError(.readOnly, "The store \(store.url?.path ?? store.identifier) is read-only", url: store.url) }
+                var key = try store.backend.allocatePrimaryKeys(for: list[0].entity, count: list.count)
+                for id in list {
+                    result[id] = ManagedObjectID(entity: id.entity, store: store, primaryKey: key)
+                    key += 1
+                }
+            }
+            return result
+        }
+    }
+
+    /// Writes a save to the store in one transaction and updates the row cache.
+    func save(_ request: StoreSaveRequest, to store: PersistentStore) throws -> StoreSaveResult {
+        try access {
+            if store.isReadOnly {
+                throw ObjectGraphError(.readOnly, "The store \(store.url?.path ?? store.identifier) is read-only; nothing was written", url: store.url)
+            }
+            let result = try store.backend.save(request, store: store)
+            rowCache.didSave(snapshots: result.snapshots, deleted: request.deleted.map(\.id))
+            return result
+        }
+    }
+}
+
+/// The coordinator's `lock()`: recursive and exclusive, while store accesses only wait for it to be free.
+final class CoordinatorLock: @unchecked Sendable {  // state guarded by `condition`
+    private let condition = NSCondition()
+    private var owner: pthread_t?
+    private var depth = 0
+
+    private var isOwnedByCurrentThread: Bool {
+        guard let owner else { return false }
+        return pthread_equal(owner, pthread_self()) != 0
+    }
+
+    func lock() {
+        condition.lock()
+        while owner != nil && !isOwnedByCurrentThread { condition.wait() }
+        owner = pthread_self()
+        depth += 1
+        condition.unlock()
+    }
+
+    func tryLock() -> Bool {
+        condition.lock()
+        defer { condition.unlock() }
+        if owner != nil && !isOwnedByCurrentThread { return false }
+        owner = pthread_self()
+        depth += 1
+        return true
+    }
+
+    func unlock() {
+        condition.lock()
+        precondition(isOwnedByCurrentThread, "ObjectGraph: unlock() of a lock this thread does not hold")
+        depth -= 1
+        if depth == 0 {
+            owner = nil
+            condition.broadcast()
+        }
+        condition.unlock()
+    }
+
+    func waitUntilAvailable() {
+        condition.lock()
+        while owner != nil && !isOwnedByCurrentThread { condition.wait() }
+        condition.unlock()
+    }
+}

@@ -1,0 +1,94 @@
+import Foundation
+import Synchronization
+
+/// The coordinator's row cache: snapshots shared by every context on the coordinator, so a second
+/// context faulting an object another context fetched does not touch the store.
+///
+/// Entries are reference-counted by the contexts that use them (an object holding the row's data,
+/// or a context that fetched the row's ID with its values) and dropped when none does, so memory
+/// follows what contexts hold.
+final class RowCache: Sendable {
+    struct Entry {
+        var snapshot: Snapshot
+        var references: Int
+        var timestamp: Double
+    }
+
+    private let entries = Mutex<[ManagedObjectID: Entry]>([:])
+    let hits = Atomic<Int>(0)
+    let misses = Atomic<Int>(0)
+
+    var count: Int { entries.withLock { $0.count } }
+
+    /// Adds rows read from a store, keeping the newer snapshot when one is already cached; each row
+    /// gains a reference when `retain` is true.
+    func register(_ rows: [StoreRow], retain: Bool) {
+        let now = Date.timeIntervalSinceReferenceDate
+        entries.withLock { entries in
+            for row in rows {
+                guard let snapshot = row.snapshot else { continue }
+                if var entry = entries[row.id] {
+                    if snapshot.version >= entry.snapshot.version {
+                        entry.snapshot = snapshot
+                        entry.timestamp = now
+                    }
+                    if retain { entry.references += 1 }
+                    entries[row.id] = entry
+                } else {
+                    entries[row.id] = Entry(snapshot: snapshot, references: retain ? 1 : 0, timestamp: now)
+                }
+            }
+        }
+    }
+
+    /// The cached snapshot of an object no older than `maximumAge` seconds (nil: any age), taking a
+    /// reference on it when found.
+    func retainSnapshot(for id: ManagedObjectID, maximumAge: Double? = nil) -> Snapshot? {
+        let now = Date.timeIntervalSinceReferenceDate
+        let snapshot: Snapshot? = entries.withLock { entries in
+            guard var entry = entries[id] else { return nil }
+            if let maximumAge, now - entry.timestamp > maximumAge { return nil }
+            entry.references += 1
+            entries[id] = entry
+            return entry.snapshot
+        }
+        if snapshot == nil { misses.add(1, ordering: .relaxed) } else { hits.add(1, ordering: .relaxed) }
+        return snapshot
+    }
+
+    /// Takes a reference on each cached row of `ids`.
+    func retain(_ ids: [ManagedObjectID]) {
+        entries.withLock { entries in
+            for id in ids { entries[id]?.references += 1 }
+        }
+    }
+
+    /// Drops a reference on each row; a row nobody references leaves the cache.
+    func release(_ ids: some Sequence<ManagedObjectID>) {
+        entries.withLock { entries in
+            for id in ids {
+                guard var entry = entries[id] else { continue }
+                entry.references -= 1
+                if entry.references <= 0 { entries[id] = nil } else { entries[id] = entry }
+            }
+        }
+    }
+
+    /// Records what a save wrote: new snapshots replace cached ones (keeping their references),
+    /// deleted rows leave.
+    func didSave(snapshots: [ManagedObjectID: Snapshot], deleted: [ManagedObjectID]) {
+        let now = Date.timeIntervalSinceReferenceDate
+        entries.withLock { entries in
+            for (id, snapshot) in snapshots {
+                if var entry = entries[id] {
+                    entry.snapshot = snapshot
+                    entry.timestamp = now
+                    entries[id] = entry
+                }
+            }
+            for id in deleted { entries[id] = nil }
+        }
+    }
+
+    func removeAll() { entries.withLock { $0.removeAll() } }
+}

@@ -1,0 +1,245 @@
+import Foundation
+import Synchronization
+
+/// The file format of an atomic store.
+enum AtomicFormat: Sendable {
+    case binary, xml
+}
+
+/// An atomic store (`.binary`, `.xml`): an in-memory store whose whole content is written to a
+/// property-list file after every save (to a temporary file, then renamed over the old one, so
+/// the file is always either the old content or the new), and read back when the store is added.
+final class AtomicStore: StoreBackend {
+    private let memory: InMemoryStore
+    /// The file's rows, bound to the store (object IDs need it) on first use.
+    private let unbound: Mutex<AtomicFile?>
+    private let url: URL
+    private let format: AtomicFormat
+    private let model: ManagedObjectModel
+
+    var identifier: String { memory.identifier }
+    var metadata: [String: String] { memory.metadata }
+    var statementCount: Int { 0 }
+
+    init(url: URL, model: ManagedObjectModel, format: AtomicFormat, readOnly: Bool) throws {
+        self.url = url
+        self.format = format
+        self.model = model
+        let type: StoreType = format == .xml ? .xml : .binary
+        if FileManager.default.fileExists(atPath: url.path) {
+            let data: Data
+            do { data = try Data(contentsOf: url) } catch {
+                throw ObjectGraphError(.io, "Cannot read the \(type) store at \(url.path): \(error)", url: url)
+            }
+            let file: AtomicFile
+            do { file = try PropertyListDecoder().decode(AtomicFile.self, from: data) } catch {
+                throw ObjectGraphError(.notADatabase, "The file at \(url.path) is not an ObjectGraph \(type) store; it was left as it was", url: url)
+            }
+            if file.modelHash != model.versionHash {
+                throw ObjectGraphError(
+                    .incompatibleModel,
+                    "The store at \(url.path) was written with another model (version hash \(file.modelHash), this model's is \(model.versionHash))",
+                    url: url)
+            }
+            var keys = InMemoryState()
+            for i in stride(from: 0, to: file.maxKeys.count - 1, by: 2) { keys.maxKeys[Int(file.maxKeys[i])] = file.maxKeys[i + 1] }
+            memory = InMemoryStore(model: model, identifier: file.identifier, state: keys, type: type)
+            unbound = Mutex(file)
+        } else {
+            if readOnly { throw ObjectGraphError(.io, "Cannot open the read-only \(type) store at \(url.path): there is no such file", url: url) }
+            memory = InMemoryStore(model: model, type: type)
+            unbound = Mutex(nil)
+            try write(memory.currentState)
+        }
+    }
+
+    /// Installs the file's rows, bound to `store`, before the first access.
+    private func load(_ store: PersistentStore) -> InMemoryStore {
+        unbound.withLock { file in
+            guard let pending = file else { return }
+            file = nil
+            let state = pending.state(model: model, store: store)
+            memory.withState { $0 = state }
+        }
+        return memory
+    }
+
+    func fetch(_ request: StoreFetchRequest, store: PersistentStore) throws -> [StoreRow] { try load(store).fetch(request, store: store) }
+    func count(_ request: StoreFetchRequest, store: PersistentStore) throws -> Int { try load(store).count(request, store: store) }
+    func snapshots(for ids: [ManagedObjectID], store: PersistentStore) throws -> [ManagedObjectID: Snapshot] {
+        try load(store).snapshots(for: ids, store: store)
+    }
+    func destinations(of relationship: RelationshipDescription, for sources: [ManagedObjectID], store: PersistentStore) throws
+        -> [ManagedObjectID: [ManagedObjectID]]
+    {
+        try load(store).destinations(of: relationship, for: sources, store: store)
+    }
+    func allocatePrimaryKeys(for entity: EntityDescription, count: Int) throws -> Int64 {
+        let first = try memory.allocatePrimaryKeys(for: entity, count: count)
+        try write(memory.currentState)
+        return first
+    }
+
+    func save(_ request: StoreSaveRequest, store: PersistentStore) throws -> StoreSaveResult {
+        // The file is written under the same lock as the rows, so saves reach the file in order,
+        // and a failed write undoes the save in memory.
+        try load(store).saveAndPersist(request, store: store) { state in try self.write(state) }
+    }
+
+    func close() throws {}
+
+    private func write(_ state: InMemoryState) throws {
+        let encoder = PropertyListEncoder()
+        encoder.outputFormat = format == .xml ? .xml : .binary
+        let data = try encoder.encode(AtomicFile(identifier: memory.identifier, modelHash: model.versionHash, state: state))
+        do { try data.write(to: url, options: .atomic) } catch {
+            throw ObjectGraphError(.io, "Cannot write the store at \(url.path): \(error); nothing was saved", url: url)
+        }
+    }
+}
+
+extension InMemoryStore {
+    /// Applies a save, then runs `persist` with the new rows; when `persist` throws, the rows are
+    /// put back as they were.
+    func saveAndPersist(_ request: StoreSaveRequest, store: PersistentStore, persist: (InMemoryState) throws -> Void) throws -> StoreSaveResult {
+        try withState { state in
+            let before = state
+            let result = try InMemorySave(request: request, store: store, schema: schema, model: model).apply(to: &state)
+            do { try persist(state) } catch {
+                state = before
+                throw error
+            }
+            return result
+        }
+    }
+}
+
+/// The content of an atomic store file.
+struct AtomicFile: Codable {
+    var identifier: String
+    var modelHash: String
+    var maxKeys: [Int64]
+    var rows: [Row]
+    var joins: [Join]
+    var orders: [Order]
+
+    struct Row: Codable {
+        var entity: Int
+        var key: Int64
+        var version: Int64
+        var values: [Cell]
+    }
+
+    struct Join: Codable {
+        var table: String
+        var source: Int64
+        var destination: Int64
+        var sourceEntity: Int
+        var destinationEntity: Int
+        var sourceOrder: Int?
+        var destinationOrder: Int?
+    }
+
+    struct Order: Codable {
+        var entity: Int
+        var relationship: String
+        var key: Int64
+        var position: Int
+    }
+
+    enum Cell: Codable {
+        case null
+        case int(Int64)
+        case bool(Bool)
+        case double(Double)
+        case decimal(String)
+        case string(String)
+        case date(Double)
+        case data(Data)
+        case uuid(String)
+        case url(String)
+        case object(entity: Int, key: Int64)
+    }
+
+    init(identifier: String, modelHash: String, state: InMemoryState) {
+        self.identifier = identifier
+        self.modelHash = modelHash
+        maxKeys = state.maxKeys.sorted { $0.key < $1.key }.flatMap { [Int64($0.key), $0.value] }
+        rows = state.tables.values.flatMap { table in
+            table.map { key, snapshot in
+                Row(entity: snapshot.entity.entityCode, key: key, version: snapshot.version, values: snapshot.values.map(Self.cell))
+            }
+        }.sorted { ($0.entity, $0.key) < ($1.entity, $1.key) }
+        joins = state.joinForward.flatMap { table, sources in
+            sources.flatMap { source, destinations in
+                destinations.map { destination, entry in
+                    Join(table: table, source: source, destination: destination, sourceEntity: entry.sourceEntity,
+                         destinationEntity: entry.destinationEntity, sourceOrder: entry.sourceOrder, destinationOrder: entry.destinationOrder)
+                }
+            }
+        }.sorted { ($0.table, $0.source, $0.destination) < ($1.table, $1.source, $1.destination) }
+        orders = state.foreignKeyOrders.flatMap { relationshipID, positions -> [Order] in
+            guard let relationship = state.orderedRelationships[relationshipID], let entity = relationship.entity else { return [] }
+            return positions.map { Order(entity: entity.entityCode, relationship: relationship.name, key: $0.key, position: $0.value) }
+        }.sorted { ($0.entity, $0.relationship, $0.key) < ($1.entity, $1.relationship, $1.key) }
+    }
+
+    private static func cell(_ value: Value) -> Cell {
+        switch value {
+        case .null: .null
+        case .int(let v): .int(v)
+        case .bool(let v): .bool(v)
+        case .double(let v): .double(v)
+        case .decimal(let v): .decimal(v.description)
+        case .string(let v): .string(v)
+        case .date(let v): .date(v.timeIntervalSinceReferenceDate)
+        case .data(let v): .data(v)
+        case .uuid(let v): .uuid(v.uuidString)
+        case .url(let v): .url(v.absoluteString)
+        case .objectID(let id): .object(entity: id.entity.entityCode, key: id.primaryKey ?? -1)
+        }
+    }
+
+    /// The rows, with object IDs bound to `store`.
+    func state(model: ManagedObjectModel, store: PersistentStore) -> InMemoryState {
+        var state = InMemoryState()
+        for i in stride(from: 0, to: maxKeys.count - 1, by: 2) { state.maxKeys[Int(maxKeys[i])] = maxKeys[i + 1] }
+        let entities = model.entitiesByCode
+        func value(_ cell: Cell) -> Value {
+            switch cell {
+            case .null: .null
+            case .int(let v): .int(v)
+            case .bool(let v): .bool(v)
+            case .double(let v): .double(v)
+            case .decimal(let v): Decimal(string: v, locale: Locale(identifier: "en_US_POSIX")).map(Value.decimal) ?? .null
+            case .string(let v): .string(v)
+            case .date(let v): .date(Date(timeIntervalSinceReferenceDate: v))
+            case .data(let v): .data(v)
+            case .uuid(let v): UUID(uuidString: v).map(Value.uuid) ?? .null
+            case .url(let v): URL(string: v).map(Value.url) ?? .null
+            case .object(let entity, let key):
+                entity < entities.count ? .objectID(ManagedObjectID(entity: entities[entity], store: store, primaryKey: key)) : .null
+            }
+        }
+        let indexer = InMemorySave(request: StoreSaveRequest(), store: store, schema: SQLiteSchema(model: model), model: model)
+        for row in rows where row.entity < entities.count {
+            let entity = entities[row.entity]
+            let snapshot = Snapshot(entity: entity, version: row.version, values: row.values.map(value))
+            state.tables[entity.rootEntity.entityCode, default: [:]][row.key] = snapshot
+            indexer.index(snapshot, pk: row.key, in: &state)
+        }
+        for join in joins {
+            let entry = InMemoryState.JoinEntry(
+                sourceEntity: join.sourceEntity, destinationEntity: join.destinationEntity,
+                sourceOrder: join.sourceOrder, destinationOrder: join.destinationOrder)
+            state.joinForward[join.table, default: [:]][join.source, default: [:]][join.destination] = entry
+            state.joinBackward[join.table, default: [:]][join.destination, default: [:]][join.source] = entry
+        }
+        for order in orders where order.entity < entities.count {
+            guard let relationship = entities[order.entity].relationshipsByName[order.relationship] else { continue }
+            state.foreignKeyOrders[ObjectIdentifier(relationship), default: [:]][order.key] = order.position
+            state.orderedRelationships[ObjectIdentifier(relationship)] = relationship
+        }
+        return state
+    }
+}

@@ -1,0 +1,95 @@
+import Foundation
+import GRDB
+
+/// Precomputed SQL and column positions for one root entity's table: what a fetch selects, how a
+/// selected row becomes a snapshot of its concrete entity, and how each entity's rows are inserted.
+struct SQLiteTableLayout: Sendable {
+    /// How one selected column fills a snapshot.
+    enum Reader: Sendable {
+        case attribute(index: Int, type: AttributeType)
+        case toOne(index: Int, destination: EntityDescription, entityColumn: Int?)
+    }
+
+    /// What one concrete entity reads and writes.
+    struct EntityLayout: Sendable {
+        let entity: EntityDescription
+        /// (column position in the select list, reader), for the entity's stored properties.
+        let readers: [(Int, Reader)]
+        /// The entity's stored properties in insert order (attributes and to-ones), with their columns.
+        let insertProperties: [PropertyDescription]
+        let insertSQL: String
+    }
+
+    let root: EntityDescription
+    let table: String
+    /// The select list, `t0.Z_PK, t0.Z_ENT, t0.Z_OPT, t0."a", ...`.
+    let selectList: String
+    let entities: [Int: EntityLayout]
+
+    init(root: EntityDescription, schema: SQLiteSchema) {
+        self.root = root
+        self.table = root.name
+        var columns = [SQLiteSchema.primaryKeyColumn, SQLiteSchema.entityColumn, SQLiteSchema.versionColumn]
+        var positions: [String: Int] = [:]
+        func position(_ column: String) -> Int {
+            if let p = positions[column] { return p }
+            columns.append(column)
+            positions[column] = columns.count - 1
+            return columns.count - 1
+        }
+        var entities: [Int: EntityLayout] = [:]
+        for entity in root.selfAndDescendants {
+            var readers: [(Int, Reader)] = []
+            var insertProperties: [PropertyDescription] = []
+            var insertColumns = [SQLiteSchema.primaryKeyColumn, SQLiteSchema.entityColumn, SQLiteSchema.versionColumn]
+            for property in entity.properties {
+                if let attribute = property as? AttributeDescription, !attribute.isTransient {
+                    let column = schema.columnName(for: attribute)
+                    readers.append((position(column), .attribute(index: attribute.index, type: attribute.attributeType)))
+                    insertProperties.append(attribute)
+                    insertColumns.append(column)
+                } else if let relationship = property as? RelationshipDescription, !relationship.isToMany,
+                          let destination = relationship.destinationEntity {
+                    let column = schema.columnName(for: relationship)
+                    let entityColumn = schema.entityColumnName(forToOne: relationship)
+                    readers.append((position(column), .toOne(
+                        index: relationship.index, destination: destination, entityColumn: entityColumn.map(position))))
+                    insertProperties.append(relationship)
+                    insertColumns.append(column)
+                    if let entityColumn { insertColumns.append(entityColumn) }
+                }
+            }
+            let placeholders = Array(repeating: "?", count: insertColumns.count).joined(separator: ",")
+            let insertSQL = "INSERT INTO \(SQLiteSchema.quote(root.name)) (\(insertColumns.map(SQLiteSchema.quote).joined(separator: ","))) VALUES (\(placeholders))"
+            entities[entity.entityCode] = EntityLayout(entity: entity, readers: readers, insertProperties: insertProperties, insertSQL: insertSQL)
+        }
+        self.entities = entities
+        self.selectList = columns.map { "t0.\(SQLiteSchema.quote($0))" }.joined(separator: ", ")
+    }
+
+    /// Reads the row a cursor is on (selected with `selectList`) into an ID and a snapshot.
+    func read(_ row: Row, store: PersistentStore, model: ManagedObjectModel) -> StoreRow? {
+        let pk: Int64 = row[0]
+        let code: Int = row[1]
+        guard let layout = entities[code] else { return nil }
+        let version: Int64 = row[2]
+        var values = [Value](repeating: .null, count: layout.entity.properties.count)
+        for (column, reader) in layout.readers {
+            let dbValue: DatabaseValue = row[column]
+            switch reader {
+            case .attribute(let index, let type):
+                values[index] = Value(databaseValue: dbValue, type: type)
+            case .toOne(let index, let destination, let entityColumn):
+                guard case .int64(let destinationKey) = dbValue.storage else { continue }
+                var destinationEntity = destination
+                if let entityColumn, let destinationCode = row[entityColumn] as Int?,
+                   destinationCode >= 0, destinationCode < model.entitiesByCode.count {
+                    destinationEntity = model.entitiesByCode[destinationCode]
+                }
+                values[index] = .objectID(ManagedObjectID(entity: destinationEntity, store: store, primaryKey: destinationKey))
+            }
+        }
+        let id = ManagedObjectID(entity: layout.entity, store: store, primaryKey: pk)
+        return StoreRow(id: id, snapshot: Snapshot(entity: layout.entity, version: version, values: values))
+    }
+}
