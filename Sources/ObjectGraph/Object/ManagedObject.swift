@@ -21,7 +21,11 @@ open class ManagedObject: Hashable, CustomStringConvertible {
     /// The object's ID: temporary until the object is saved, permanent afterwards.
     public internal(set) var objectID: ManagedObjectID
     /// The context the object is registered in, nil once deleted and saved, or after `reset()`.
-    public internal(set) weak var managedObjectContext: ManagedObjectContext?
+    ///
+    /// An object keeps its context alive (a context keeps only its changed objects alive, until
+    /// they are saved or rolled back), so an object fetched from a short-lived context can still
+    /// fire its faults.
+    public internal(set) var managedObjectContext: ManagedObjectContext?
 
     /// Current values by property index (attributes, to-one as `.objectID`); empty while a fault.
     var values: [Value] = []

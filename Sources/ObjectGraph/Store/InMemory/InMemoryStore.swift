@@ -303,7 +303,9 @@ struct InMemorySave {
         for object in request.inserted {
             let id = resolve(object.id)
             guard let pk = id.primaryKey else { continue }
-            let snapshot = Snapshot(entity: object.entity, version: 1, values: resolved(object.values))
+            var values = resolved(object.values)
+            for attribute in object.entity.attributes where attribute.isTransient { values[attribute.index] = .null }
+            let snapshot = Snapshot(entity: object.entity, version: 1, values: values)
             state.tables[object.entity.rootEntity.entityCode, default: [:]][pk] = snapshot
             state.maxKeys[object.entity.rootEntity.entityCode] = max(state.maxKeys[object.entity.rootEntity.entityCode] ?? 0, pk)
             index(snapshot, pk: pk, in: &state)

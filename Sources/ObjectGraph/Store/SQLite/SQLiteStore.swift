@@ -411,6 +411,7 @@ final class SQLiteStore: StoreBackend {
             let statement = try db.cachedStatement(sql: layout.insertSQL)
             statement.setUncheckedArguments(StatementArguments(arguments))
             try statement.execute()
+            for attribute in object.entity.attributes where attribute.isTransient { values[attribute.index] = .null }
             result.snapshots[id] = Snapshot(entity: object.entity, version: 1, values: values)
         }
 
@@ -439,6 +440,7 @@ final class SQLiteStore: StoreBackend {
             let statement = try db.cachedStatement(sql: "UPDATE \(SQLiteSchema.quote(layout.table)) SET \(assignments.joined(separator: ", ")) WHERE Z_PK = ?")
             statement.setUncheckedArguments(StatementArguments(arguments))
             try statement.execute()
+            for attribute in object.entity.attributes where attribute.isTransient { values[attribute.index] = .null }
             result.snapshots[object.id] = Snapshot(entity: object.entity, version: (object.expectedVersion ?? 0) + 1, values: values)
         }
         // Versions of updated rows whose expected version was unknown.

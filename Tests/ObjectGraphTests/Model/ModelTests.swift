@@ -1,0 +1,85 @@
+import Foundation
+import Testing
+@testable import ObjectGraph
+
+@Suite("The model")
+struct ModelTests {
+    @Test func resolvesDestinationsAndInversesWhenBuilt() throws {
+        let model = TestModels.notes()
+        try model.validate()
+        let note = try #require(model.entitiesByName["Note"])
+        let folder = try #require(note.relationshipsByName["folder"])
+        #expect(folder.destinationEntity === model.entitiesByName["Folder"])
+        #expect(folder.inverseRelationship?.name == "notes")
+        #expect(folder.isToMany == false)
+        #expect(folder.deleteRule == .nullify)
+        #expect(note.attributesByName["title"]?.attributeType == .string)
+        #expect(note.attributesByName["title"]?.isOptional == false)
+        #expect(note.attributesByName["rank"]?.defaultValue as? Int64 == 0)
+        #expect(model.entitiesByName["Folder"]?.relationshipsByName["notes"]?.deleteRule == .cascade)
+    }
+
+    @Test func refusesADanglingDestinationNamingIt() {
+        let model = ManagedObjectModel(entities: [
+            EntityDescription(name: "A", properties: [.relationship("b", destination: "Missing")]),
+        ])
+        #expect(throws: ObjectGraphError.invalidModel) { try model.validate() }
+        #expect(model.validationErrors.first?.message.contains("Missing") == true)
+        #expect(model.validationErrors.first?.message.contains("A.b") == true)
+    }
+
+    @Test func refusesADanglingInverseNamingIt() {
+        let model = ManagedObjectModel(entities: [
+            EntityDescription(name: "A", properties: [.relationship("b", destination: "B", inverse: "nope")]),
+            EntityDescription(name: "B", properties: []),
+        ])
+        #expect(model.validationErrors.count == 1)
+        #expect(model.validationErrors[0].message.contains("nope"))
+    }
+
+    @Test func refusesDuplicateEntityAndPropertyNames() {
+        let model = ManagedObjectModel(entities: [
+            EntityDescription(name: "A", properties: [.attribute("x", .string), .attribute("x", .integer16)]),
+            EntityDescription(name: "A", properties: []),
+        ])
+        let messages = model.validationErrors.map(\.message).joined(separator: "\n")
+        #expect(messages.contains("Duplicate entity name 'A'"))
+        #expect(messages.contains("'x'"))
+        #expect(throws: ObjectGraphError.invalidModel) { try ManagedObjectModel(validating: model.entities) }
+    }
+
+    @Test func addingAStoreWithAnInvalidModelThrows() {
+        let model = ManagedObjectModel(entities: [EntityDescription(name: "A", properties: [.relationship("b", destination: "Nope")])])
+        let coordinator = PersistentStoreCoordinator(managedObjectModel: model)
+        #expect(throws: ObjectGraphError.invalidModel) { try coordinator.addPersistentStore(type: .inMemory, at: nil) }
+    }
+
+    @Test func versionHashIsStableAndFollowsStorageChanges() {
+        #expect(TestModels.notes().versionHash == TestModels.notes().versionHash)
+        let other = ManagedObjectModel(entities: [EntityDescription(name: "Folder", properties: [.attribute("name", .string)])])
+        #expect(other.versionHash != TestModels.notes().versionHash)
+    }
+
+    @Test func subentitiesInheritPropertiesWithStableIndices() throws {
+        let model = ManagedObjectModel(entities: [
+            EntityDescription(name: "Shape", isAbstract: true, properties: [.attribute("name", .string)]),
+            EntityDescription(name: "Circle", superentity: "Shape", properties: [.attribute("radius", .double)]),
+            EntityDescription(name: "Square", superentity: "Shape", properties: [.attribute("side", .double)]),
+        ])
+        try model.validate()
+        let circle = try #require(model.entitiesByName["Circle"])
+        #expect(circle.superentity?.name == "Shape")
+        #expect(circle.properties.map(\.name) == ["name", "radius"])
+        #expect(model.entitiesByName["Shape"]?.subentities.map(\.name).sorted() == ["Circle", "Square"])
+        #expect(circle.isKindOf(entity: model.entitiesByName["Shape"]!))
+    }
+
+    @Test func anInverseDeclaredOnOneSideLinksBothSides() throws {
+        let model = ManagedObjectModel(entities: [
+            EntityDescription(name: "A", properties: [.relationship("bs", destination: "B", toMany: true, inverse: "a")]),
+            EntityDescription(name: "B", properties: [.relationship("a", destination: "A")]),
+        ])
+        try model.validate()
+        #expect(model.entitiesByName["B"]?.relationshipsByName["a"]?.inverseRelationship?.name == "bs")
+    }
+}
