@@ -61,7 +61,7 @@ extension ManagedObjectContext {
                 continue
             case .nullify:
                 guard let inverse = relationship.inverseRelationship else { continue }
-                for destination in destinations(of: object, relationship) where !destination.isDeleted || destination.isFault {
+                for destination in destinations(of: object, relationship) {
                     if inverse.isToMany {
                         destination.removeDestination(object.objectID, from: inverse)
                     } else if destination.toOneID(inverse) == object.objectID {
