@@ -288,6 +288,11 @@ extension ManagedObjectContext {
                     }
                 }
                 fulfillFaults(next)
+                // Prefetched rows stay in the row cache while the context lives (until reset), so
+                // the objects can be dropped and faulted again without going back to the store.
+                let ids = next.filter { !$0.isFault && $0.flags.contains(.holdsRowCache) }.map(\.objectID)
+                coordinator.rowCache.retain(ids)
+                pinnedRows.append(contentsOf: ids)
                 level = next
             }
         }
