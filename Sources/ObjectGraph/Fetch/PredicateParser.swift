@@ -164,7 +164,8 @@ struct PredicateParser {
     }
 
     private mutating func parseFormat() throws -> PredicateNode {
-        if try peek().kind == .end { throw error("expected a predicate", at: 0) }
+        let first = try peek()
+        if first.kind == .end { throw error("expected a predicate", at: first.position) }
         let node = try parseOr()
         let token = try peek()
         if token.kind != .end {
@@ -202,7 +203,7 @@ struct PredicateParser {
 
     private mutating func parsePrimary() throws -> PredicateNode {
         let token = try peek()
-        if token.kind == .end { throw expected("a predicate", found: token) }
+        if token.kind == .end || token.isSymbol(")") { throw expected("a predicate", found: token) }
         if token.isSymbol("(") {
             advance()
             let node = try parseOr()
@@ -342,8 +343,9 @@ struct PredicateParser {
                 return .constant(try parseCast(token))
             case let word where PredicateLexicon.reservedWords.contains(word):
                 throw error(
-                    "expected a value after \(previous?.quoted ?? "the start"), found the reserved word '\(token.text)' "
-                        + "(write '#\(token.text)' for a key of that name)", at: token.position)
+                    "expected a value" + (previous.map { " after \($0.quoted)" } ?? "")
+                        + ", found the reserved word '\(token.text)' (write '#\(token.text)' for a key of that name)",
+                    at: token.position)
             default:
                 advance()
                 return .keyPath(try parseKeyPathTail([token.text]))
