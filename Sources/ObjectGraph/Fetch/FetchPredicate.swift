@@ -181,3 +181,94 @@ public final class FetchPredicate: Sendable, Hashable, CustomStringConvertible {
         hasher.combine(syntaxError?.message)
     }
 }
+
+// MARK: - Arguments
+
+/// An argument of a predicate format, converted when the predicate is made so that the predicate
+/// holds only `Sendable` constants.
+enum PredicateArgument: Sendable, Hashable {
+    case value(Value)
+    /// An array or a set, for `IN` and `BETWEEN`.
+    case list([Value])
+    /// A value of a type predicates do not take; an error if a specifier uses it.
+    case unsupported(typeName: String)
+
+    /// Converts a value a user passes: strings, integers of every width, floating-point numbers,
+    /// booleans, decimals, dates, data, UUIDs, URLs, `nil`/`NSNull`, managed objects (their IDs),
+    /// object IDs, and arrays and sets of those.
+    init(_ any: Any) {
+        if let scalar = Self.scalar(any) {
+            self = .value(scalar)
+            return
+        }
+        var elements: [Any]?
+        if let array = any as? [Any] {
+            elements = array
+        } else if let set = any as? Set<AnyHashable> {
+            elements = set.map(\.base)
+        }
+        guard let elements else {
+            self = .unsupported(typeName: String(describing: type(of: any)))
+            return
+        }
+        var values: [Value] = []
+        values.reserveCapacity(elements.count)
+        for element in elements {
+            guard let value = Self.scalar(element) else {
+                self = .unsupported(typeName: String(describing: type(of: any)))
+                return
+            }
+            values.append(value)
+        }
+        self = .list(values)
+    }
+
+    private static func scalar(_ any: Any) -> Value? {
+        if let optional = any as? any AnyOptional {
+            guard let wrapped = optional.wrappedAny else { return .null }
+            return scalar(wrapped)
+        }
+        switch any {
+        case is NSNull: return .null
+        case let v as Value: return v
+        case let v as String: return .string(v)
+        case let v as Substring: return .string(String(v))
+        case let v as Character: return .string(String(v))
+        case let v as Bool: return .bool(v)
+        case let v as Int: return .int(Int64(v))
+        case let v as Int64: return .int(v)
+        case let v as Int32: return .int(Int64(v))
+        case let v as Int16: return .int(Int64(v))
+        case let v as Int8: return .int(Int64(v))
+        case let v as UInt: return Int64(exactly: v).map(Value.int) ?? .double(Double(v))
+        case let v as UInt64: return Int64(exactly: v).map(Value.int) ?? .double(Double(v))
+        case let v as UInt32: return .int(Int64(v))
+        case let v as UInt16: return .int(Int64(v))
+        case let v as UInt8: return .int(Int64(v))
+        case let v as Double: return .double(v)
+        case let v as Float: return .double(Double(v))
+        case let v as Decimal: return .decimal(v)
+        case let v as Date: return .date(v)
+        case let v as Data: return .data(v)
+        case let v as UUID: return .uuid(v)
+        case let v as URL: return .url(v)
+        case let v as ManagedObjectID: return .objectID(v)
+        case let v as ManagedObject: return .objectID(v.objectID)
+        case let v as NSDecimalNumber: return .decimal(v.decimalValue)
+        case let v as NSNumber:
+            let double = v.doubleValue
+            if let int = Int64(exactly: double), double.rounded() == double { return .int(int) }
+            return .double(double)
+        default: return nil
+        }
+    }
+}
+
+/// Lets an `Optional` hidden in an `Any` be unwrapped.
+private protocol AnyOptional {
+    var wrappedAny: Any? { get }
+}
+
+extension Optional: AnyOptional {
+    fileprivate var wrappedAny: Any? { self.map { $0 as Any } }
+}
