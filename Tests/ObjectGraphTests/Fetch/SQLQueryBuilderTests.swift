@@ -1,0 +1,156 @@
+import Foundation
+import Testing
+@testable import ObjectGraph
+
+@Suite("SQL generated for predicates and sort descriptors")
+struct SQLQueryBuilderTests {
+    let graph: PredicateTestGraph
+
+    init() throws {
+        graph = try PredicateTestGraph()
+    }
+
+    private func builder(_ entityName: String = "Note") -> SQLQueryBuilder {
+        SQLQueryBuilder(schema: graph.schema, entity: graph.model.entitiesByName[entityName]!)
+    }
+
+    @Test func userValuesAreBoundNeverPastedIntoTheSQL() throws {
+        var builder = builder()
+        let hostile = "'); DROP TABLE \"Note\"; --"
+        let sql = try builder.whereClause(for: FetchPredicate(format: "title == %@ OR body CONTAINS[c] %@ OR rank IN {1, 2}", hostile, "x"))
+        #expect(!sql.contains("DROP"))
+        #expect(!sql.contains("'"))
+        #expect(builder.arguments == [.string(hostile), .string("x"), .int(1), .int(2)])
+        #expect(try graph.sqlKeys("Note", FetchPredicate(format: "title == %@", hostile)) == [])
+        #expect(try graph.sqlKeys("Note", FetchPredicate(value: true)).count == 16)
+    }
+
+    @Test func toOneKeyPathsBecomeOneLeftJoinPerPath() throws {
+        var builder = builder()
+        let sql = try builder.whereClause(for: FetchPredicate(format: "folder.name == 'Inbox' AND folder.rank > 0 OR folder == nil"))
+        #expect(builder.joins == [#"LEFT JOIN "Folder" AS t1 ON t1.Z_PK = t0."folder""#])
+        #expect(sql == #"((t1."name" = ?) AND (t1."rank" > ?)) OR (t0."folder" IS NULL)"#)
+        let order = try builder.orderByClause(for: [FetchSortDescriptor(key: "folder.name"), FetchSortDescriptor(key: "rank", ascending: false)])
+        #expect(order == #"t1."name" ASC, t0."rank" DESC"#)
+        #expect(builder.joins.count == 1)
+        #expect(builder.joinClause() == builder.joins[0])
+    }
+
+    @Test func toManyKeyPathsBecomeCorrelatedSubqueries() throws {
+        var builder = builder()
+        let sql = try builder.whereClause(for: FetchPredicate(format: "ANY tags.name == 'red' AND tags.@count > 1"))
+        #expect(sql == #"(EXISTS (SELECT 1 FROM "Z_Note_tags" AS t1 JOIN "Tag" AS t2 ON t2.Z_PK = t1."Z_DST" WHERE t1."Z_SRC" = t0.Z_PK AND (t2."name" = ?))) AND ((SELECT COUNT(*) FROM "Z_Note_tags" AS t3 WHERE t3."Z_SRC" = t0.Z_PK) > ?)"#)
+        #expect(builder.arguments == [.string("red"), .int(1)])
+        #expect(builder.joins.isEmpty)
+        var folders = self.builder("Folder")
+        let all = try folders.whereClause(for: FetchPredicate(format: "ALL notes.rank > 1"))
+        #expect(all == #"NOT EXISTS (SELECT 1 FROM "Note" AS t1 WHERE t1."folder" = t0.Z_PK AND NOT IFNULL((t1."rank" > ?), 0))"#)
+    }
+
+    @Test func caseSensitiveBeginsWithIsAnIndexFriendlyRange() throws {
+        var builder = builder()
+        let sql = try builder.whereClause(for: FetchPredicate(format: "title BEGINSWITH 'ab'"))
+        #expect(sql == #"(t0."title" >= ? AND t0."title" < ?)"#)
+        #expect(builder.arguments == [.string("ab"), .string("ac")])
+        try graph.database.execute(#"CREATE INDEX "Note_title" ON "Note" ("title")"#)
+        let statement = try SQLQueryBuilder.selectStatement(
+            schema: graph.schema, entity: graph.model.entitiesByName["Note"]!,
+            predicate: FetchPredicate(format: "title BEGINSWITH 'ab'"), columns: "t0.Z_PK")
+        let plan = try graph.database.queryPlan(statement.sql, statement.arguments).joined(separator: "\n")
+        #expect(plan.contains("USING INDEX Note_title") || plan.contains("USING COVERING INDEX Note_title"), "\(plan)")
+    }
+
+    @Test func otherStringOperatorsCallTheRegisteredFunctions() throws {
+        var builder = builder()
+        #expect(try builder.whereClause(for: FetchPredicate(format: "title BEGINSWITH[c] 'a'")) == #"og_beginswith(t0."title", ?, 1)"#)
+        #expect(try builder.whereClause(for: FetchPredicate(format: "title LIKE[cd] 'a*'")) == #"og_like(t0."title", ?, 3)"#)
+        #expect(try builder.whereClause(for: FetchPredicate(format: "title ==[d] 'a'")) == #"og_fold(t0."title", 2) = ?"#)
+        #expect(try builder.whereClause(for: FetchPredicate(format: "price > 1")) == #"CAST(t0."price" AS REAL) > ?"#)
+        #expect(try builder.whereClause(for: FetchPredicate(format: "title != 'a'")) == #"t0."title" IS NOT ?"#)
+        #expect(try builder.whereClause(for: FetchPredicate(format: "NOT rank > 1")) == #"NOT IFNULL((t0."rank" > ?), 0)"#)
+    }
+
+    @Test func aSelectStatementRestrictsOrdersAndLimits() throws {
+        let statement = try SQLQueryBuilder.selectStatement(
+            schema: graph.schema, entity: graph.model.entitiesByName["Note"]!, predicate: FetchPredicate(format: "rank > 1"),
+            sortDescriptors: [FetchSortDescriptor(key: "rank")], columns: "t0.Z_PK", limit: 3, offset: 2)
+        #expect(try graph.database.integers(statement.sql, statement.arguments) == [5, 7, 8])
+    }
+
+    // MARK: Sorting
+
+    private func sqlOrder(_ entity: String, _ descriptors: [FetchSortDescriptor]) throws -> [Int64] {
+        try graph.database.fetchPrimaryKeys(entity, predicate: nil, sortDescriptors: descriptors)
+    }
+
+    private func memoryOrder(_ entity: String, _ descriptors: [FetchSortDescriptor]) throws -> [Int64] {
+        try FetchSortDescriptor.sorted(graph.objects(of: entity), by: descriptors) { $0 }.map(\.primaryKey)
+    }
+
+    @Test(arguments: [
+        [FetchSortDescriptor(key: "rank")],
+        [FetchSortDescriptor(key: "rank", ascending: false)],
+        [FetchSortDescriptor(key: "title")],
+        [FetchSortDescriptor(key: "title", ascending: false)],
+        [FetchSortDescriptor(key: "title", ascending: true, caseInsensitive: true)],
+        [FetchSortDescriptor(key: "price")],
+        [FetchSortDescriptor(key: "price", ascending: false)],
+        [FetchSortDescriptor(key: "score")],
+        [FetchSortDescriptor(key: "created", ascending: false)],
+        [FetchSortDescriptor(key: "flag")],
+        [FetchSortDescriptor(key: "uuid")],
+        [FetchSortDescriptor(key: "blob")],
+        [FetchSortDescriptor(key: "link")],
+        [FetchSortDescriptor(key: "folder")],
+        [FetchSortDescriptor(key: "folder.name"), FetchSortDescriptor(key: "title", ascending: false)],
+        [FetchSortDescriptor(key: "folder.rank", ascending: false), FetchSortDescriptor(key: "rank")],
+    ].map { $0 + [FetchSortDescriptor(key: "serial")] })
+    func sqlAndMemorySortTheSameWay(_ descriptors: [FetchSortDescriptor]) throws {
+        #expect(try sqlOrder("Note", descriptors) == memoryOrder("Note", descriptors))
+    }
+
+    @Test func nilSortsFirstAscendingAndLastDescending() throws {
+        let ascending = try memoryOrder("Note", [FetchSortDescriptor(key: "rank"), FetchSortDescriptor(key: "serial")])
+        #expect(Array(ascending.prefix(4)) == [4, 10, 11, 12])
+        let descending = try memoryOrder("Note", [FetchSortDescriptor(key: "rank", ascending: false), FetchSortDescriptor(key: "serial")])
+        #expect(Array(descending.suffix(4)) == [4, 10, 11, 12])
+    }
+
+    @Test func decimalsSortNumericallyNotAsText() throws {
+        let order = try sqlOrder("Note", [FetchSortDescriptor(key: "price", ascending: false), FetchSortDescriptor(key: "serial")])
+        #expect(Array(order.prefix(5)) == [5, 1, 2, 4, 6])  // 100, 10.25, 3, 0.5, 0
+    }
+
+    @Test func stringsSortByCodePointOrCaseFolded() throws {
+        let binary = try sqlOrder("Folder", [FetchSortDescriptor(key: "name")])
+        #expect(binary == [3, 4, 1, 2])  // nil, Archive, Inbox, Work
+        let titles = try sqlOrder("Note", [FetchSortDescriptor(key: "title", ascending: true, caseInsensitive: true), FetchSortDescriptor(key: "serial")])
+        #expect(Array(titles.prefix(5)) == [7, 12, 6, 1, 2])  // nil, nil, "", apple, Apple
+    }
+
+    @Test func reversedSortDescriptorFlipsOnlyTheDirection() {
+        let descriptor = FetchSortDescriptor(key: "title", ascending: true, caseInsensitive: true)
+        #expect(descriptor.reversedSortDescriptor == FetchSortDescriptor(key: "title", ascending: false, caseInsensitive: true))
+        #expect(descriptor.reversedSortDescriptor.reversedSortDescriptor == descriptor)
+        #expect(FetchSortDescriptor(key: "rank").ascending)
+    }
+
+    @Test func sortingByAToManyOrUnknownKeyThrows() throws {
+        for key in ["tags.name", "tags", "colour", "folder.colour", "", "folder..name"] {
+            var builder = builder()
+            #expect(throws: ObjectGraphError.invalidFetchRequest, "\(key)") {
+                try builder.orderByClause(for: [FetchSortDescriptor(key: key)])
+            }
+            #expect(throws: ObjectGraphError.invalidFetchRequest, "\(key)") {
+                try memoryOrder("Note", [FetchSortDescriptor(key: key)])
+            }
+        }
+    }
+
+    @Test func compareTellsSubjectsApartByTheFirstDescriptorThatDiffers() throws {
+        let a = graph.notes[0], b = graph.notes[15]  // same title, rank and score; serial 1 and 16
+        let byTitle = [FetchSortDescriptor(key: "title"), FetchSortDescriptor(key: "rank")]
+        #expect(try FetchSortDescriptor.compare(a, b, by: byTitle) == .orderedSame)
+        #expect(try FetchSortDescriptor.compare(a, b, by: byTitle + [FetchSortDescriptor(key: "serial", ascending: false)]) == .orderedDescending)
+    }
+}
