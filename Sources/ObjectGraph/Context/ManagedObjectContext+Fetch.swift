@@ -184,7 +184,7 @@ extension ManagedObjectContext {
             ids = rows.map(\.id).filter { !excluded.contains($0) } + candidates.map(\.objectID)
         } else {
             let stored = register(rows.filter { !excluded.contains($0.id) }, asFaults: true)
-            let all = try FetchSortDescriptor.sorted(stored + candidates, by: sorts)
+            let all = try FetchSortDescriptor.sorted(stored + candidates, by: sorts, subject: { $0 })
             ids = all.map(\.objectID)
         }
         if request.fetchOffset > 0 { ids = Array(ids.dropFirst(request.fetchOffset)) }

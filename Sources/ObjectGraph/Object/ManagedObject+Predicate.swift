@@ -27,3 +27,14 @@ extension ManagedObject: PredicateSubject {
         try predicate.evaluate(with: self)
     }
 }
+
+extension FetchPredicate {
+    /// Whether an object matches the predicate, evaluated in memory on its current values
+    /// (`NSPredicate.evaluate(with:)`). Call it on the object's context's queue.
+    ///
+    /// - Throws: ``ObjectGraphError/predicateSyntax`` for a malformed predicate,
+    ///   ``ObjectGraphError/invalidFetchRequest`` for a key the object's entity does not have.
+    public func evaluate(with object: ManagedObject) throws -> Bool {
+        try evaluate(with: object as any PredicateSubject)
+    }
+}

@@ -2,11 +2,8 @@ import Foundation
 import Testing
 @testable import ObjectGraph
 
-/// A stand-in store backend so test objects can have permanent IDs.
-final class PredicateTestBackend: StoreBackend {
-    let identifier = "PREDICATE-TEST-STORE"
-    let metadata: [String: String] = [:]
-}
+/// A store backend so test objects can have permanent IDs: an in-memory store nobody writes to.
+typealias PredicateTestBackend = InMemoryStore
 
 /// An object in memory, evaluated by predicates and sort descriptors like a real object.
 final class FakeObject: PredicateSubject {
@@ -83,7 +80,7 @@ final class PredicateTestGraph {
     init() throws {
         store = PersistentStore(
             type: .sqlite, url: nil, configurationName: nil, isReadOnly: false, durability: .full,
-            backend: PredicateTestBackend())
+            backend: PredicateTestBackend(model: Self.model))
         database = try SQLQueryTestDatabase(model: Self.model)
 
         let inbox = try insert("Folder", ["name": .string("Inbox"), "rank": .int(1)])

@@ -41,7 +41,7 @@ final class InMemoryStore: StoreBackend {
         let view = InMemoryView(state: currentState, store: store, schema: schema, model: model)
         var subjects = try view.matching(request)
         if !request.sortDescriptors.isEmpty {
-            subjects = try FetchSortDescriptor.sorted(subjects, by: request.sortDescriptors)
+            subjects = try FetchSortDescriptor.sorted(subjects, by: request.sortDescriptors, subject: { $0 })
         }
         var slice = subjects[...]
         if request.fetchOffset > 0 { slice = slice.dropFirst(request.fetchOffset) }
