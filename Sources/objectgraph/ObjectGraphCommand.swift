@@ -20,7 +20,7 @@ enum DemoModel {
             ]),
             EntityDescription(name: "Note", properties: [
                 .attribute("title", .string, isOptional: false, defaultValue: ""),
-                .attribute("rank", .integer64, defaultValue: Int64(0)),
+                .attribute("rank", .integer64, defaultValue: Int64(0), isIndexed: true),
                 .attribute("created", .date),
                 .relationship("folder", destination: "Folder", toMany: false, inverse: "notes", deleteRule: .nullify),
             ]),
