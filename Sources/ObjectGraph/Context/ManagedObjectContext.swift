@@ -71,6 +71,19 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
     public var stalenessInterval: Double = -1
     /// Whether fetched objects are kept alive by the context (false: only changed ones are).
     public var retainsRegisteredObjects = false
+    /// How conflicts found at save are resolved: ``MergePolicy/error`` (the default) throws.
+    public var mergePolicy: MergePolicy = .error
+    /// Whether the context merges the saves of its parent (for a child) or, for a context on a
+    /// coordinator, of the other contexts on the same coordinator, as they happen.
+    public var automaticallyMergesChangesFromParent = false {
+        didSet {
+            guard automaticallyMergesChangesFromParent != oldValue else { return }
+            if automaticallyMergesChangesFromParent { persistentStoreCoordinator?.addAutomaticMerging(self) }
+            else { persistentStoreCoordinator?.removeAutomaticMerging(self) }
+        }
+    }
+    /// Continuations of the `saves` streams handed out.
+    let saveStreams = Mutex<[Int: AsyncStream<SaveChanges>.Continuation]>([:])
 
     private var _coordinator: PersistentStoreCoordinator?
     let queue: DispatchQueue?
@@ -115,6 +128,7 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
     private static let counter = Atomic<Int>(0)
 
     deinit {
+        for continuation in saveStreams.withLock({ $0.values }) { continuation.finish() }
         let held = registered.values.compactMap { object -> ManagedObjectID? in
             let o = object.takeUnretainedValue()
             return o.flags.contains(.holdsRowCache) ? o.objectID : nil
