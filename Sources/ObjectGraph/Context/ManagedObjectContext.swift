@@ -69,8 +69,18 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
     /// How old (seconds) a row-cache snapshot may be for a fault to use it; 0 always reads the
     /// store, a negative value (the default) accepts any age.
     public var stalenessInterval: Double = -1
-    /// Whether fetched objects are kept alive by the context (false: only changed ones are).
-    public var retainsRegisteredObjects = false
+    /// Whether every registered object is kept alive by the context (false, the default: only
+    /// changed ones are, and unchanged objects go away when the program drops them).
+    public var retainsRegisteredObjects = false {
+        didSet {
+            guard retainsRegisteredObjects != oldValue else { return }
+            if retainsRegisteredObjects {
+                retained.formUnion(registered.values.map { $0.takeUnretainedValue() })
+            } else {
+                retained = insertedObjects.union(updatedObjects).union(deletedObjects)
+            }
+        }
+    }
     /// How conflicts found at save are resolved: ``MergePolicy/error`` (the default) throws.
     public var mergePolicy: MergePolicy = .error
     /// Whether the context merges the saves of its parent (for a child) or, for a context on a
