@@ -13,6 +13,9 @@ enum BenchSynchronous: String, CaseIterable, Codable, Sendable, ExpressibleByArg
     /// The pragma's value, as SQL spells it.
     var pragmaValue: String { rawValue.uppercased() }
 
+    /// What `PRAGMA synchronous` reads back: 2 for FULL, 1 for NORMAL.
+    var pragmaNumber: Int { self == .full ? 2 : 1 }
+
     /// The ObjectGraph store option with the same meaning.
     var durability: StoreDurability { self == .full ? .full : .normal }
 }

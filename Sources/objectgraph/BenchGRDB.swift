@@ -96,7 +96,18 @@ final class GRDBSide: BenchSide {
         var configuration = Configuration()
         let synchronous = self.synchronous.pragmaValue
         configuration.prepareDatabase { db in try db.execute(sql: "PRAGMA synchronous = \(synchronous)") }
-        return try DatabasePool(path: directory.appendingPathComponent(name).path, configuration: configuration)
+        let pool = try DatabasePool(path: directory.appendingPathComponent(name).path, configuration: configuration)
+        // DatabasePool turns WAL on after `prepareDatabase` has run, and sets `synchronous = NORMAL`
+        // on its writer as it does so: the pragma is set again on the writer, the connection that
+        // commits, and checked.
+        let effective = try pool.writeWithoutTransaction { db in
+            try db.execute(sql: "PRAGMA synchronous = \(synchronous)")
+            return try Int.fetchOne(db, sql: "PRAGMA synchronous")
+        }
+        guard effective == self.synchronous.pragmaNumber else {
+            throw BenchError("GRDB: synchronous is \(effective.map(String.init) ?? "unknown"), not \(synchronous)")
+        }
+        return pool
     }
 
     private static func createItems(_ db: Database) throws {

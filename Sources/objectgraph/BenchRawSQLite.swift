@@ -21,6 +21,9 @@ final class RawConnection: @unchecked Sendable {  // used by one thread at a tim
         sqlite3_busy_timeout(handle, 5_000)
         try execute("PRAGMA journal_mode = WAL")
         try execute("PRAGMA synchronous = \(synchronous.pragmaValue)")
+        guard Int(try int64("PRAGMA synchronous")) == synchronous.pragmaNumber else {
+            throw BenchError("\(path): synchronous is not \(synchronous.pragmaValue)")
+        }
     }
 
     deinit { sqlite3_close_v2(handle) }
