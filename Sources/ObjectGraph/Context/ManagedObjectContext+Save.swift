@@ -109,15 +109,22 @@ extension ManagedObjectContext {
             saved.inserted.append(object)
         }
         for object in updatedObjects where !object.isDeleted && !object.isInserted && object.hasChanges {
-            let persistent = object.changedIndices.filter { index in
-                !((object.entity.properties[index] as? AttributeDescription)?.isTransient ?? false)
+            // Only attributes and to-one relationships live in the object's row. A to-many change is
+            // written as the destinations' foreign keys or as join-table rows, so it neither bumps
+            // nor checks the source's version: two contexts adding notes to one folder do not conflict.
+            let columns = object.changedIndices.filter { index in
+                switch object.entity.properties[index] {
+                case let attribute as AttributeDescription: !attribute.isTransient
+                case let relationship as RelationshipDescription: !relationship.isToMany
+                default: false
+                }
             }
             saved.updated.append(object)
-            if persistent.isEmpty { continue }
-            request.updated.append(SavedObject(
-                id: object.objectID, entity: object.entity, values: try canonicalValues(object), changedIndices: persistent.sorted(),
-                expectedVersion: object.snapshot?.version))
             relationshipChanges(object)
+            if columns.isEmpty { continue }
+            request.updated.append(SavedObject(
+                id: object.objectID, entity: object.entity, values: try canonicalValues(object), changedIndices: columns.sorted(),
+                expectedVersion: object.snapshot?.version))
         }
         for object in deletedObjects where !object.isInserted {
             request.deleted.append(SavedObject(

@@ -141,8 +141,8 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
     /// Whether the caller runs on the context's queue.
     var isOnQueue: Bool {
         switch concurrencyType {
-        case .mainQueue: ConcurrencyChecks.isOnMainQueue
-        case .privateQueue: DispatchQueue.getSpecific(key: ConcurrencyChecks.queueKey) === tag
+        case .mainQueue: ConcurrencyChecks.isOnMainQueue || EnteredContexts.contains(self)
+        case .privateQueue: DispatchQueue.getSpecific(key: ConcurrencyChecks.queueKey) === tag || EnteredContexts.contains(self)
         case .confinement: pthread_equal(owningThread, pthread_self()) != 0
         }
     }
@@ -182,8 +182,10 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
         switch concurrencyType {
         case .privateQueue, .mainQueue:
             queue!.async { [self] in
-                block()
-                endOfBlock()
+                EnteredContexts.with(self) {
+                    block()
+                    endOfBlock()
+                }
             }
         case .confinement:
             guard isOnQueue else {
@@ -205,9 +207,11 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
         switch concurrencyType {
         case .privateQueue, .mainQueue:
             return try queue!.sync {
-                let result = try block()
-                endOfBlock()
-                return result
+                try EnteredContexts.with(self) {
+                    let result = try block()
+                    endOfBlock()
+                    return result
+                }
             }
         case .confinement:
             fatalError("ObjectGraph: performAndWait(_:) on confinement context '\(debugName)' from \(ConcurrencyChecks.currentThreadDescription()); a confinement context runs only on the thread that created it")
@@ -229,8 +233,11 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
         }
         let result: Result<T, E> = await withCheckedContinuation { continuation in
             let run: @Sendable () -> Void = { [self] in
-                let result = Result<T, E> { () throws(E) -> T in try block() }
-                endOfBlock()
+                let result = EnteredContexts.with(self) {
+                    let result = Result<T, E> { () throws(E) -> T in try block() }
+                    endOfBlock()
+                    return result
+                }
                 continuation.resume(returning: result)
             }
             if let queue { queue.async(execute: run) } else { run() }

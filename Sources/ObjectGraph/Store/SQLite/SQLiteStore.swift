@@ -69,7 +69,12 @@ final class SQLiteStore: StoreBackend {
                 }
             } else {
                 metadata = try pool.write { db -> [String: String] in
-                    if let existing = try Self.readMetadata(db) { return existing }
+                    if let existing = try Self.readMetadata(db) {
+                        if existing[PersistentStore.metadataModelHashKey] == model.versionHash {
+                            for statement in schema.userIndexStatements() { try db.execute(sql: statement) }
+                        }
+                        return existing
+                    }
                     let tables = try String.fetchAll(db, sql: "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'")
                     if !tables.isEmpty {
                         throw ObjectGraphError(
@@ -79,7 +84,7 @@ final class SQLiteStore: StoreBackend {
                     }
                     try db.execute(sql: "CREATE TABLE \(SQLiteSchema.metadataTable) (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
                     try db.execute(sql: "CREATE TABLE \(SQLiteSchema.primaryKeyTable) (Z_TABLE TEXT PRIMARY KEY, Z_MAX INTEGER NOT NULL)")
-                    for statement in schema.createStatements() { try db.execute(sql: statement) }
+                    for statement in schema.createStatements() + schema.userIndexStatements() { try db.execute(sql: statement) }
                     let metadata = [
                         PersistentStore.metadataIdentifierKey: UUID().uuidString,
                         PersistentStore.metadataTypeKey: StoreType.sqlite.rawValue,
@@ -547,6 +552,13 @@ final class SQLiteStore: StoreBackend {
 
     func close() throws {
         try pool.close()
+    }
+
+    /// The names of the indexes in the file (for diagnostics and tests).
+    func indexNames() throws -> [String] {
+        try read("listing indexes") { db in
+            try String.fetchAll(db, sql: "SELECT name FROM sqlite_master WHERE type = 'index' AND name NOT LIKE 'sqlite_%' ORDER BY name")
+        }
     }
 
     /// Runs `PRAGMA integrity_check`; "ok" when the file is sound.
