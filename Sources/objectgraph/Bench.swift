@@ -9,6 +9,7 @@ import Foundation
 /// swift run -c release objectgraph bench                      # the sizes
 /// swift run -c release objectgraph bench --quick --json b.json
 /// swift run -c release objectgraph bench --only predicate --runs 7 --synchronous normal
+/// valgrind --tool=callgrind .build/release/objectgraph bench --quick --only fetch --runs 1 --side objectgraph
 /// ```
 ///
 /// Each variant checks the others: a workload whose ways disagree on the rows they saw or on a
@@ -25,6 +26,7 @@ struct Bench: ParsableCommand {
     @Option(help: "The synchronous pragma of all three ways: full or normal.") var synchronous = BenchSynchronous.full
     @Option(help: "Also write the figures as JSON to this file.") var json: String?
     @Flag(help: "Keep the folder of stores instead of removing it.") var keep = false
+    @Option(help: "Run one way only, to profile it (no ratios, no cross-checks): objectgraph, raw or grdb.") var side: BenchVariant?
 
     func validate() throws {
         if runs < 1 { throw ValidationError("--runs must be at least 1") }
@@ -39,7 +41,7 @@ struct Bench: ParsableCommand {
         var report = BenchReport(settings: settings, quick: quick)
         BenchLog.note(report.header)
         BenchLog.note("stores in \(directory.path)")
-        let runner = try BenchRunner(settings: settings, directory: directory)
+        let runner = try BenchRunner(settings: settings, directory: directory, variants: side.map { [$0] } ?? BenchVariant.allCases)
         for workload in only.map({ [$0] }) ?? BenchWorkload.allCases {
             report.rows += runner.rows(of: workload)
         }

@@ -155,7 +155,28 @@ final class ObjectGraphSide: BenchSide {
             }
         }
         guard fetched == rows else { throw BenchError("fault: fetched \(fetched) items, expected \(rows)") }
-        return BenchSample(seconds: seconds, rows: picks.count, checksum: checksum, extra: statistics(since: before, coordinator))
+        var extra = statistics(since: before, coordinator)
+        extra["ids_only_s"] = try faultWithoutValues(coordinator, picks: picks, expecting: checksum)
+        return BenchSample(seconds: seconds, rows: picks.count, checksum: checksum, extra: extra)
+    }
+
+    /// `fault` with `includesPropertyValues = false`: the fetch reads IDs only and each fault reads
+    /// its row from the store. Reported beside `fault` (as `objectgraph_ids_only_s`), to show
+    /// which of the two paths costs what.
+    private func faultWithoutValues(_ coordinator: PersistentStoreCoordinator, picks: [Int], expecting expected: Int64) throws -> Double {
+        let context = newContext(coordinator, name: "fault, IDs only")
+        let (seconds, checksum) = try context.performAndWait {
+            try BenchClock.measure {
+                let request = FetchRequest<ManagedObject>(entityName: "Item")
+                request.includesPropertyValues = false
+                let items = try context.fetch(request)
+                var checksum: Int64 = 0
+                for row in picks { checksum &+= items[row].value(forKey: "i0") as! Int64 }
+                return checksum
+            }
+        }
+        guard checksum == expected else { throw BenchError("fault with IDs only: checksum \(checksum), expected \(expected)") }
+        return seconds
     }
 
     func cacheHit(rows: Int, picks: [Int]) throws -> BenchSample {

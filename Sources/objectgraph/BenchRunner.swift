@@ -9,10 +9,10 @@ final class BenchRunner {
     /// ObjectGraph's median seconds per row of `fetch`: the reference of `batched`.
     private var fetchSecondsPerRow: Double?
 
-    init(settings: BenchSettings, directory: URL) throws {
+    init(settings: BenchSettings, directory: URL, variants: [BenchVariant] = BenchVariant.allCases) throws {
         self.settings = settings
         self.directory = directory
-        sides = try BenchVariant.allCases.map { try Self.side($0, directory: directory, synchronous: settings.synchronous) }
+        sides = try variants.map { try Self.side($0, directory: directory, synchronous: settings.synchronous) }
     }
 
     /// The side of a way, working in its own folder under `directory`.
@@ -35,31 +35,28 @@ final class BenchRunner {
     }
 
     private func row(_ measurement: BenchMeasurement) -> BenchRow {
-        var row = BenchRow(name: measurement.name, summary: measurement.workload.summary(settings.sizes), target: measurement.target)
-        var samples: [BenchVariant: [BenchSample]] = [:]
+        var row = BenchRow(name: measurement.name, summary: measurement.summary, target: measurement.target)
         var problems: [String] = []
+        let results = measurement.inChildProcess
+            ? runInChildren(measurement, problems: &problems)
+            : runInterleaved(measurement, problems: &problems)
+        var samples: [BenchVariant: [BenchSample]] = [:]
         for side in sides {
             let variant = side.variant
-            BenchLog.note("\(measurement.name): \(variant.title)…")
-            do {
-                let result = measurement.inChildProcess
-                    ? try BenchWorkerProcess.run(measurement, variant: variant, directory: directory, settings: settings, prepare: side)
-                    : try measurement.runs(on: side, settings: settings)
-                if result.samples.isEmpty {
-                    BenchLog.note("\(measurement.name): \(variant.title): not yet")
-                    continue
-                }
-                samples[variant] = result.samples
-                row.peakBytes[variant] = result.peakBytes
-                let timed = result.samples.dropFirst()
-                row.seconds[variant] = BenchStatistics.median(timed.map(\.seconds))
-                for key in Set(timed.flatMap(\.extra.keys)) {
-                    row.extra["\(variant.rawValue)_\(key)"] = BenchStatistics.median(timed.compactMap { $0.extra[key] })
-                }
-                BenchLog.note("\(measurement.name): \(variant.title): median \(BenchReport.seconds(row.seconds[variant]!)) s")
-            } catch {
-                problems.append("\(variant.title) failed: \(error)")
+            guard let result = results[variant] else { continue }
+            if result.samples.isEmpty {
+                row.notYet.insert(variant)
+                BenchLog.note("\(measurement.name): \(variant.title): not yet")
+                continue
             }
+            samples[variant] = result.samples
+            row.peakBytes[variant] = result.peakBytes
+            let timed = result.samples.dropFirst()
+            row.seconds[variant] = BenchStatistics.median(timed.map(\.seconds))
+            for key in Set(timed.flatMap(\.extra.keys)) {
+                row.extra["\(variant.rawValue)_\(key)"] = BenchStatistics.median(timed.compactMap { $0.extra[key] })
+            }
+            BenchLog.note("\(measurement.name): \(variant.title): median \(BenchReport.seconds(row.seconds[variant]!)) s")
         }
         problems += Self.mismatches(samples)
         if let verify = measurement.verify {
@@ -76,6 +73,62 @@ final class BenchRunner {
             BenchLog.error("\(measurement.name): \(row.failure!)")
         }
         return row
+    }
+
+    /// The samples of every side and the highest peak above baseline of any of its runs.
+    private typealias SideResults = [BenchVariant: (samples: [BenchSample], peakBytes: Int?)]
+
+    /// Runs the measurement in this process, interleaving the sides run by run (in a rotating
+    /// order), so that a slow spell of this shared machine (its disk's fsync time varies tenfold)
+    /// falls on every side alike. Each run has its own memory baseline.
+    private func runInterleaved(_ measurement: BenchMeasurement, problems: inout [String]) -> SideResults {
+        var results: SideResults = [:]
+        var active: [any BenchSide] = []
+        for side in sides {
+            do {
+                BenchLog.note("\(measurement.name): preparing \(side.variant.title)…")
+                try side.prepare(measurement.workload, sizes: settings.sizes)
+                results[side.variant] = ([], nil)
+                active.append(side)
+            } catch {
+                problems.append("\(side.variant.title) failed: \(error)")
+            }
+        }
+        for index in 0...settings.runs {
+            BenchLog.note("\(measurement.name): \(index == 0 ? "warm-up" : "run \(index) of \(settings.runs)")")
+            let order = active.indices.map { active[($0 + index) % active.count] }
+            for side in order {
+                let variant = side.variant
+                do {
+                    guard let (sample, bytes) = try measurement.runOnce(on: side, index: index) else {
+                        active.removeAll { $0.variant == variant }  // not yet
+                        continue
+                    }
+                    results[variant]!.samples.append(sample)
+                    results[variant]!.peakBytes = max(results[variant]!.peakBytes ?? 0, bytes ?? 0)
+                } catch {
+                    problems.append("\(variant.title) failed: \(error)")
+                    results[variant] = nil
+                    active.removeAll { $0.variant == variant }
+                }
+            }
+        }
+        return results
+    }
+
+    /// Runs the measurement in a child process per side, one side after the other.
+    private func runInChildren(_ measurement: BenchMeasurement, problems: inout [String]) -> SideResults {
+        var results: SideResults = [:]
+        for side in sides {
+            BenchLog.note("\(measurement.name): \(side.variant.title), in a child process…")
+            do {
+                results[side.variant] = try BenchWorkerProcess.run(
+                    measurement, variant: side.variant, directory: directory, settings: settings, prepare: side)
+            } catch {
+                problems.append("\(side.variant.title) failed: \(error)")
+            }
+        }
+        return results
     }
 
     /// Where the ways disagree on what a run saw (rows or checksum), run by run.

@@ -1,23 +1,10 @@
 import ArgumentParser
 
 /// The workloads of the benchmark (issue 6), in the order they run.
+///
+/// Each has one or two rows in the report (``BenchMeasurement/of(_:sizes:)``).
 enum BenchWorkload: String, CaseIterable, Codable, Sendable, ExpressibleByArgument {
     case insert, fetch, fault, cachehit, batched, predicate, update, readwrite, merge
-
-    /// What is timed, as the issue's table says it.
-    func summary(_ sizes: BenchSizes) -> String {
-        switch self {
-        case .insert: "insert \(sizes.insert.grouped) objects and save"
-        case .fetch: "fetch \(sizes.fetch.grouped) objects fully materialised, read all ten attributes"
-        case .fault: "fetch \(sizes.fetch.grouped) as faults, then read one attribute of \(sizes.randomReads.grouped) random ones"
-        case .cachehit: "a second context materialises \(sizes.randomReads.grouped) objects already in the row cache"
-        case .batched: "iterate \(sizes.batched.grouped) rows with fetchBatchSize = \(sizes.batchSize)"
-        case .predicate: "\(sizes.predicateRows.grouped) rows: name BEGINSWITH %@ sorted by score, limit 7 and no limit (\(sizes.predicateQueries) queries a run)"
-        case .update: "\(sizes.update.grouped) objects changed in one save; \(sizes.singleSaves.grouped) saves of one change each"
-        case .readwrite: "a writer saves \(sizes.readWriteBatchSize.grouped)-object batches while \(sizes.readers) reader contexts run predicate"
-        case .merge: "a background context changes \(sizes.merge.grouped) objects registered in the main context; time mergeChanges"
-        }
-    }
 }
 
 /// A workload's target, and how a row of the report is held to it.
@@ -54,14 +41,22 @@ struct BenchTarget: Sendable {
     }
 
     /// `readwrite`: readers' p99 under load against idle, and the writer's throughput against solo.
+    /// A miss gives the raw SQLite figures beside ObjectGraph's: on a machine with fewer cores than
+    /// threads, the floor itself may miss.
     static let readWrite = BenchTarget(text: "reader p99 ≤ 1.5× idle p99; writer ≥ 0.8× solo throughput") { row in
-        guard let idle = row.extra["objectgraph_reader_p99_idle_s"], let loaded = row.extra["objectgraph_reader_p99_loaded_s"],
-              let solo = row.extra["objectgraph_writer_solo_s"], let withReaders = row.extra["objectgraph_writer_loaded_s"],
-              idle > 0, withReaders > 0
-        else { return nil }
+        func figures(_ variant: BenchVariant) -> (latency: Double, throughput: Double)? {
+            let prefix = variant.rawValue
+            guard let idle = row.extra["\(prefix)_reader_p99_idle_s"], let loaded = row.extra["\(prefix)_reader_p99_loaded_s"],
+                  let solo = row.extra["\(prefix)_writer_solo_s"], let withReaders = row.extra["\(prefix)_writer_loaded_s"],
+                  idle > 0, withReaders > 0
+            else { return nil }
+            return (loaded / idle, solo / withReaders)
+        }
+        guard let og = figures(.objectGraph) else { return nil }
+        let raw = figures(.raw)
         var misses: [String] = []
-        if loaded / idle > 1.5 { misses.append("p99 \((loaded / idle).ratio) idle, target 1.5×") }
-        if solo / withReaders < 0.8 { misses.append("writer \((solo / withReaders).ratio) solo, target 0.8×") }
+        if og.latency > 1.5 { misses.append("p99 \(og.latency.ratio) idle (raw \(raw.map(\.latency.ratio) ?? "-")), target 1.5×") }
+        if og.throughput < 0.8 { misses.append("writer \(og.throughput.ratio) solo (raw \(raw.map(\.throughput.ratio) ?? "-")), target 0.8×") }
         return misses
     }
 
