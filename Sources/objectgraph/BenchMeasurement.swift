@@ -22,13 +22,15 @@ struct BenchMeasurement {
         switch workload {
         case .insert:
             return [BenchMeasurement(
-                name: "insert", workload: workload, summary: "insert \(sizes.insert.grouped) objects and save", target: .ratios(raw: 1.5, grdb: 1.0)) { side, _ in
+                name: "insert", workload: workload, summary: "insert \(sizes.insert.grouped) objects and save",
+                target: .ratios(raw: 1.5, grdb: 1.0)) { side, _ in
                 try side.insert(count: sizes.insert)
             }]
         case .fetch:
             return [BenchMeasurement(
                 name: "fetch", workload: workload,
-                summary: "fetch \(sizes.fetch.grouped) objects fully materialised, read all ten attributes", target: .ratios(raw: 2.0, grdb: 1.0)) { side, _ in
+                summary: "fetch \(sizes.fetch.grouped) objects fully materialised, read all ten attributes",
+                target: .ratios(raw: 2.0, grdb: 1.0)) { side, _ in
                 try side.fetch(rows: sizes.fetch)
             }]
         case .fault:
