@@ -1,7 +1,7 @@
 import Foundation
 
-/// Runs measurements on the three sides, one side after the other, and turns their samples into
-/// rows of the report, checking that the three did the same work.
+/// Runs measurements on the three sides (interleaved run by run, or in child processes) and turns
+/// their samples into rows of the report, checking that the three did the same work.
 final class BenchRunner {
     let settings: BenchSettings
     let directory: URL
