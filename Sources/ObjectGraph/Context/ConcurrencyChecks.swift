@@ -25,6 +25,7 @@ enum ConcurrencyChecks {
     static var isOnMainQueue: Bool {
         _ = mainTag
         if DispatchQueue.getSpecific(key: queueKey) === mainTag { return true }
+        if EnteredContexts.holdsMainQueue { return true }
         return Thread.isMainThread && DispatchQueue.getSpecific(key: queueKey) == nil
     }
 
@@ -50,6 +51,9 @@ final class QueueTag: Sendable {
 enum EnteredContexts {
     private final class Stack {
         var contexts: [ObjectIdentifier] = []
+        /// How many of the entered blocks were entered from the main queue, which the thread keeps
+        /// holding while it waits for them.
+        var mainQueueHolds = 0
     }
 
     private static let key: pthread_key_t = {
@@ -75,11 +79,23 @@ enum EnteredContexts {
         return Unmanaged<Stack>.fromOpaque(pointer).takeUnretainedValue().contexts.contains(ObjectIdentifier(context))
     }
 
-    /// Runs `body` with `context` recorded as entered on this thread.
-    static func with<T>(_ context: ManagedObjectContext, _ body: () throws -> T) rethrows -> T {
+    /// Whether the thread runs a block entered synchronously from the main queue (the main queue
+    /// is then held by this thread until the block returns).
+    static var holdsMainQueue: Bool {
+        guard let pointer = pthread_getspecific(key) else { return false }
+        return Unmanaged<Stack>.fromOpaque(pointer).takeUnretainedValue().mainQueueHolds > 0
+    }
+
+    /// Runs `body` with `context` recorded as entered on this thread (and the main queue as held,
+    /// when the caller waits on it).
+    static func with<T>(_ context: ManagedObjectContext, holdingMainQueue: Bool = false, _ body: () throws -> T) rethrows -> T {
         let stack = self.stack
         stack.contexts.append(ObjectIdentifier(context))
-        defer { stack.contexts.removeLast() }
+        if holdingMainQueue { stack.mainQueueHolds += 1 }
+        defer {
+            stack.contexts.removeLast()
+            if holdingMainQueue { stack.mainQueueHolds -= 1 }
+        }
         return try body()
     }
 }

@@ -105,6 +105,7 @@ extension ManagedObjectContext {
         pendingDeletes = []
         hasUnprocessedChanges = false
         if !retainsRegisteredObjects { retained = [] }
+        if parent != nil { restoreUnloadedToManyRelationships() }
     }
 
     /// Forgets every registered object and unsaved change; objects fetched before must not be used
@@ -139,20 +140,19 @@ extension ManagedObjectContext {
         assertOnQueue("obtainPermanentIDs(for:)")
         let temporary = objects.filter { $0.objectID.isTemporaryID && $0.managedObjectContext === self }
         guard !temporary.isEmpty else { return }
-        if let parent {
-            // A child asks its root for IDs; the whole chain then uses them.
-            let ids = temporary.map(\.objectID)
-            let mapping = try parent.performAndWait { try parent.permanentIDs(for: ids) }
-            adopt(mapping)
-            return
-        }
-        adopt(try coordinator.allocatePermanentIDs(for: temporary.map(\.objectID)))
+        let ids = temporary.map(\.objectID)
+        // A child asks its root for IDs; the whole chain then uses them.
+        adoptPermanentIDs(try permanentIDs(for: ids))
     }
 
-    /// Permanent IDs for temporary ones, allocated by the root of the chain.
+    /// Permanent IDs for temporary ones, allocated by the root of the chain, which hands them to
+    /// every context of the chain.
     func permanentIDs(for ids: [ManagedObjectID]) throws -> [ManagedObjectID: ManagedObjectID] {
-        if let parent { return try parent.performAndWait { try parent.permanentIDs(for: ids) } }
-        return try coordinator.allocatePermanentIDs(for: ids)
+        if let parent { return try withParent(parent) { try parent.permanentIDs(for: ids) } }
+        let mapping = try coordinator.allocatePermanentIDs(for: ids)
+        adoptPermanentIDs(mapping)
+        propagatePermanentIDs(mapping)
+        return mapping
     }
 
     /// Re-registers objects under permanent IDs, keeping the temporary ones as aliases.

@@ -21,6 +21,10 @@ extension ManagedObjectContext {
     func fulfillFaults(_ objects: [ManagedObject]) {
         let faults = objects.filter { $0.isFault && $0.managedObjectContext === self }
         if faults.isEmpty { return }
+        if parent != nil {
+            fulfillFaultsFromParent(faults)
+            return
+        }
         if faults.count == 1 {
             if (try? loadSnapshot(for: faults[0])) != true { inaccessibleFault(faults[0]) }
             return
@@ -51,6 +55,7 @@ extension ManagedObjectContext {
 
     /// Reads a fault's snapshot (row cache first); false when its row does not exist.
     func loadSnapshot(for object: ManagedObject) throws -> Bool {
+        if parent != nil { return try loadSnapshotFromParent(for: object) }
         if object.objectID.isTemporaryID { return false }
         let maximumAge = stalenessInterval >= 0 ? stalenessInterval : nil
         if let snapshot = coordinator.rowCache.retainSnapshot(for: object.objectID, maximumAge: maximumAge) {
@@ -96,21 +101,37 @@ extension ManagedObjectContext {
 
     /// Loads a to-many relationship of several objects with one store read.
     func loadToMany(_ relationship: RelationshipDescription, of objects: [ManagedObject]) {
+        // Only objects inserted here have no destinations outside; a child's objects with
+        // temporary IDs may be its ancestors' inserted objects.
+        func isNew(_ object: ManagedObject) -> Bool { parent == nil ? object.objectID.isTemporaryID : object.isInserted }
         let pending = objects.filter { object in
-            !object.objectID.isTemporaryID && !(object.toMany[relationship.index]?.isLoaded ?? false)
+            !isNew(object) && !(object.toMany[relationship.index]?.isLoaded ?? false)
         }
-        for object in objects where object.objectID.isTemporaryID {
+        for object in objects where isNew(object) {
             let value = object.relationshipValue(relationship)
             if !value.isLoaded { value.load([]) }
         }
         guard !pending.isEmpty else { return }
         let destinations: [ManagedObjectID: [ManagedObjectID]]
-        do { destinations = try coordinator.destinations(of: relationship, for: pending.map(\.objectID)) } catch {
+        do {
+            destinations = try parent != nil
+                ? destinationsFromParent(of: relationship, for: pending.map(\.objectID))
+                : coordinator.destinations(of: relationship, for: pending.map(\.objectID))
+        } catch {
             fatalError("ObjectGraph: could not read \(relationship.entity?.name ?? "").\(relationship.name) in context '\(debugName)': \(error)")
         }
-        // The store knows nothing of this context's unsaved changes; the relationship shows them:
-        // objects deleted here are hidden, and for a relationship stored through foreign keys the
-        // registered objects' own to-one values decide where they are listed.
+        let seen = destinationsSeenHere(of: relationship, stored: destinations, for: pending.map(\.objectID))
+        for object in pending {
+            object.relationshipValue(relationship).load(seen[object.objectID] ?? [])
+        }
+    }
+
+    /// Destinations read from the store (or a parent) as this context sees them with its unsaved
+    /// changes: objects deleted here are hidden, and for a relationship stored through foreign keys
+    /// the registered objects' own to-one values decide where they are listed.
+    func destinationsSeenHere(
+        of relationship: RelationshipDescription, stored destinations: [ManagedObjectID: [ManagedObjectID]], for sources: [ManagedObjectID]
+    ) -> [ManagedObjectID: [ManagedObjectID]] {
         let inverse = relationship.isForeignKeyDerived ? relationship.inverseRelationship : nil
         var changedByOwner: [ManagedObjectID: [ManagedObjectID]] = [:]
         if let inverse {
@@ -119,9 +140,10 @@ extension ManagedObjectContext {
                 changedByOwner[canonical(owner), default: []].append(changed.objectID)
             }
         }
-        for object in pending {
-            let owner = canonical(object.objectID)
-            var stored = (destinations[object.objectID] ?? []).filter { id in
+        var result: [ManagedObjectID: [ManagedObjectID]] = [:]
+        for source in sources {
+            let owner = canonical(source)
+            var stored = (destinations[source] ?? []).filter { id in
                 guard let local = registered[canonical(id)]?.takeUnretainedValue() else { return true }
                 if local.isDeleted { return false }
                 if let inverse, !local.isFault { return local.toOneID(inverse).map(canonical) == owner }
@@ -131,8 +153,9 @@ extension ManagedObjectContext {
                 let present = Set(stored)
                 stored += extra.filter { !present.contains($0) }
             }
-            object.relationshipValue(relationship).load(stored)
+            result[source] = stored
         }
+        return result
     }
 
     /// Turns an object back into a fault (or, with `mergeChanges`, refreshes its values from the

@@ -16,6 +16,7 @@ extension ManagedObjectContext {
     ///   for a malformed predicate; store errors.
     public func fetch<T>(_ request: FetchRequest<T>) throws -> [T] {
         assertOnQueue("fetch(_:)")
+        deliverMailIfNeeded()
         let entity = try resolveEntity(request)
         try request.predicate?.validate()
         let resultType = request.resultType
@@ -50,8 +51,10 @@ extension ManagedObjectContext {
     /// - Throws: as ``fetch(_:)``.
     public func count<T>(for request: FetchRequest<T>) throws -> Int {
         assertOnQueue("count(for:)")
+        deliverMailIfNeeded()
         let entity = try resolveEntity(request)
         try request.predicate?.validate()
+        if parent != nil { return try matchingThroughParent(request, entity: entity, for: .count).count }
         if !request.includesPendingChanges || !hasPendingChanges(of: entity, includesSubentities: request.includesSubentities) {
             return try coordinator.countRows(storeRequest(request, entity: entity, values: false))
         }
@@ -99,7 +102,9 @@ extension ManagedObjectContext {
 
     private func fetchObjects<T>(_ request: FetchRequest<T>, entity: EntityDescription) throws -> [ManagedObject] {
         let objects: [ManagedObject]
-        if request.includesPendingChanges && hasPendingChanges(of: entity, includesSubentities: request.includesSubentities) {
+        if parent != nil {
+            objects = try matchingThroughParent(request, entity: entity, for: .objects).compactMap(\.object)
+        } else if request.includesPendingChanges && hasPendingChanges(of: entity, includesSubentities: request.includesSubentities) {
             objects = try matchingIDsWithPendingChanges(request, entity: entity).map { object(with: $0) }
         } else if request.fetchBatchSize > 0 {
             let rows = try coordinator.fetchRows(storeRequest(request, entity: entity, values: false))
@@ -195,6 +200,7 @@ extension ManagedObjectContext {
     // MARK: - IDs
 
     private func fetchIDs<T>(_ request: FetchRequest<T>, entity: EntityDescription) throws -> [ManagedObjectID] {
+        if parent != nil { return try matchingThroughParent(request, entity: entity, for: .objectIDs).map(\.id) }
         if request.includesPendingChanges && hasPendingChanges(of: entity, includesSubentities: request.includesSubentities) {
             return try matchingIDsWithPendingChanges(request, entity: entity)
         }

@@ -114,6 +114,9 @@ extension ManagedObjectContext {
     public func mergeChanges(_ changes: SaveChanges) {
         assertOnQueue("mergeChanges(_:)")
         processPendingChanges()
+        // A child sees the world through its parent: the changed objects take the parent's values.
+        let received = changes
+        let changes = parent != nil ? changesSeenThroughParent(changes) : changes
         var refreshed: Set<ManagedObject> = [], invalidated: Set<ManagedObject> = []
 
         // Deleted elsewhere: out of every relationship, then gone.
@@ -143,7 +146,7 @@ extension ManagedObjectContext {
             if changes.snapshots[id] == nil { needed.append(id) }
         }
         var fetched: [ManagedObjectID: Snapshot] = [:]
-        if !needed.isEmpty, let coordinator = persistentStoreCoordinator {
+        if !needed.isEmpty, parent == nil, let coordinator = persistentStoreCoordinator {
             fetched = (try? coordinator.fetchSnapshots(needed)) ?? [:]
             coordinator.rowCache.release(fetched.keys)
         }
@@ -170,6 +173,7 @@ extension ManagedObjectContext {
             NotificationKey.updatedObjectIDs: changes.updatedObjectIDs,
             NotificationKey.deletedObjectIDs: changes.deletedObjectIDs,
         ])
+        didMergeForNesting(received)
     }
 
     /// Gives an object a newer snapshot, keeping its own changes as the merge policy says.

@@ -2,7 +2,8 @@ import Foundation
 
 extension ManagedObjectContext {
     /// Saves the context's changes: into the store (one transaction) for a context on a
-    /// coordinator, into its parent for a child context.
+    /// coordinator, into its parent for a child context (the parent then has them as unsaved
+    /// changes; see <doc:NestedContexts>).
     ///
     /// Before writing, delete rules are applied, `willSave()` is called on every changed object,
     /// and every object is validated; every failure is reported, not only the first.
@@ -16,11 +17,9 @@ extension ManagedObjectContext {
         assertOnQueue("save()")
         activityTracker?.saveStarted()
         defer { activityTracker?.saveFinished() }
+        deliverMailIfNeeded()
         processPendingChanges()
         guard !insertedObjects.isEmpty || !deletedObjects.isEmpty || updatedObjects.contains(where: \.hasChanges) else { return }
-        if parent != nil {
-            throw ObjectGraphError(.unsupported, "Context '\(debugName)' is a child context; saving into a parent context is not available yet")
-        }
         NotificationCenter.default.post(name: Self.willSaveObjectsNotification, object: self)
         // willSave() may change objects (and delete some): process until stable.
         var notified: Set<ObjectIdentifier> = []
@@ -32,6 +31,11 @@ extension ManagedObjectContext {
             processPendingChanges()
         }
         try validateChanges()
+        if parent != nil {
+            // A child's save goes into its parent, not the store.
+            try pushChangesToParent()
+            return
+        }
         let store = try coordinator.storeForInsert(of: insertedObjects.first?.entity ?? model!.entities[0])
         // Conflicts go to the merge policy, which adjusts the objects; the save is then tried again
         // (a few times at most, for conflicts that keep arriving while it resolves).
@@ -154,6 +158,8 @@ extension ManagedObjectContext {
             changedKeys[canonical(object.objectID)] = Set(object.changedIndices.map { object.entity.properties[$0].name })
         }
         adopt(mapping)
+        // Descendants take the permanent IDs before anything that follows the save reaches them.
+        propagatePermanentIDs(mapping)
         var inserted = Set<ManagedObject>(), updated = Set<ManagedObject>(), deleted = Set<ManagedObject>()
         func settle(_ object: ManagedObject) {
             let id = object.objectID
@@ -213,5 +219,6 @@ extension ManagedObjectContext {
             SaveChanges.userInfoKey: changes,
         ])
         publish(changes)
+        didSaveForNesting(changes)
     }
 }

@@ -60,7 +60,10 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
     }
     /// The parent of a child context: saving pushes changes into it rather than a store.
     public var parent: ManagedObjectContext? {
-        didSet { if parent != nil { _coordinator = nil } }
+        didSet {
+            if parent != nil { _coordinator = nil }
+            parentDidChange(from: oldValue)
+        }
     }
 
     /// Whether firing a fault whose row no longer exists turns the object into a deleted object
@@ -88,12 +91,15 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
     public var automaticallyMergesChangesFromParent = false {
         didSet {
             guard automaticallyMergesChangesFromParent != oldValue else { return }
+            nesting.mergesFromParent.store(automaticallyMergesChangesFromParent, ordering: .relaxed)
             if automaticallyMergesChangesFromParent { persistentStoreCoordinator?.addAutomaticMerging(self) }
             else { persistentStoreCoordinator?.removeAutomaticMerging(self) }
         }
     }
     /// Counts this context's blocks and saves in flight for its container (set right after init).
     var activityTracker: ActivityTracker?
+    /// Children, mail for a confinement child and the autosave timer (`ManagedObjectContext+Nesting`).
+    let nesting = NestingState()
     /// Continuations of the `saves` streams handed out.
     let saveStreams = Mutex<[Int: AsyncStream<SaveChanges>.Continuation]>([:])
 
@@ -145,7 +151,7 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
             let o = object.takeUnretainedValue()
             return o.flags.contains(.holdsRowCache) ? o.objectID : nil
         }
-        _coordinator?.rowCache.release(held + pinnedRows)
+        persistentStoreCoordinator?.rowCache.release(held + pinnedRows)
         for object in registered.values { object.takeUnretainedValue().managedObjectContext = nil }
     }
 
@@ -220,6 +226,7 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
             guard isOnQueue else {
                 fatalError("ObjectGraph: perform(_:) on confinement context '\(debugName)' from \(ConcurrencyChecks.currentThreadDescription()); a confinement context runs only on the thread that created it")
             }
+            deliverMailIfNeeded()
             block()
             endOfBlock()
         }
@@ -229,14 +236,18 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
     /// from the context's queue, the block runs inline.
     public func performAndWait<T>(_ block: () throws -> T) rethrows -> T {
         if isOnQueue {
+            deliverMailIfNeeded()
             let result = try block()
             endOfBlock()
             return result
         }
         switch concurrencyType {
         case .privateQueue, .mainQueue:
+            // A caller on the main queue keeps holding it while it waits: main-queue contexts stay
+            // usable inline below (a child's fault or save reaching a main-queue parent).
+            let holdsMainQueue = concurrencyType == .privateQueue && ConcurrencyChecks.isOnMainQueue
             return try queue!.sync {
-                try EnteredContexts.with(self) {
+                try EnteredContexts.with(self, holdingMainQueue: holdsMainQueue) {
                     let result = try block()
                     endOfBlock()
                     return result
@@ -360,7 +371,8 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
     func existingRegisteredOrFault(_ id: ManagedObjectID) -> ManagedObject? {
         let id = canonical(id)
         if let object = registered[id] { return object.takeUnretainedValue() }
-        if id.isTemporaryID { return nil }
+        // A child resolves its ancestors' inserted objects by their temporary IDs.
+        if id.isTemporaryID && parent == nil { return nil }
         return object(with: id)
     }
 
@@ -379,7 +391,7 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
             }
             return object
         }
-        if id.isTemporaryID {
+        if id.isTemporaryID && parent == nil {
             throw ObjectGraphError(
                 .temporaryObjectID,
                 "The ID \(id) is temporary: the object was never saved, and only its own context can resolve it",
