@@ -353,8 +353,12 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
     /// object whose row does not exist fails when its fault fires.
     public func object(with objectID: ManagedObjectID) -> ManagedObject {
         assertOnQueue("object(with:)")
-        let id = canonical(objectID)
+        var id = canonical(objectID)
         if let object = registered[id] { return object.takeUnretainedValue() }
+        if id.isTemporaryID && parent != nil {
+            id = permanentIDKnownAbove(id)
+            if let object = registered[id] { return object.takeUnretainedValue() }
+        }
         let object = makeFault(id)
         register(object)
         return object
@@ -382,7 +386,8 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
     ///   know, ``ObjectGraphError/objectNotFound`` when the row does not exist.
     public func existingObject(with objectID: ManagedObjectID) throws -> ManagedObject {
         assertOnQueue("existingObject(with:)")
-        let id = canonical(objectID)
+        var id = canonical(objectID)
+        if id.isTemporaryID && parent != nil && registered[id] == nil { id = permanentIDKnownAbove(id) }
         if let object = registered[id]?.takeUnretainedValue() {
             if object.isFault {
                 guard try loadSnapshot(for: object) else {
