@@ -46,6 +46,8 @@ let package = Package(
             name: "ObjectGraphMacrosTests",
             dependencies: [
                 "ObjectGraphMacros",
+                .product(name: "SwiftParser", package: "swift-syntax"),
+                .product(name: "SwiftSyntaxMacroExpansion", package: "swift-syntax"),
                 .product(name: "SwiftSyntaxMacrosGenericTestSupport", package: "swift-syntax"),
             ]
         ),

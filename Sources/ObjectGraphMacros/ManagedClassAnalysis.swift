@@ -81,8 +81,8 @@ struct ManagedClassAnalysis {
         if let accessors = binding.accessorBlock {
             // Computed properties are not managed; observers cannot coexist with the accessors.
             if case .accessors(let list) = accessors.accessors,
-               list.contains(where: { ["willSet", "didSet"].contains($0.accessorSpecifier.text) }), transient == nil {
-                diagnostics.append(Diagnostic(node: accessors, message: ManagedDiagnostic.observers(name)))
+               let observer = list.first(where: { ["willSet", "didSet"].contains($0.accessorSpecifier.text) }), transient == nil {
+                diagnostics.append(Diagnostic(node: observer, message: ManagedDiagnostic.observers(name)))
             }
             return nil
         }
@@ -111,12 +111,13 @@ struct ManagedClassAnalysis {
             diagnostics.append(Diagnostic(node: variable, message: ManagedDiagnostic.unsupportedModifier(name, modifier)))
             return nil
         }
-        guard let type = binding.typeAnnotation?.type.trimmed else {
+        guard let typeNode = binding.typeAnnotation?.type else {
             diagnostics.append(Diagnostic(node: binding.pattern, message: ManagedDiagnostic.missingType(name)))
             return nil
         }
+        let type = typeNode.trimmed
         if !ManagedTypeShape.isStorable(type) {
-            diagnostics.append(Diagnostic(node: type, message: ManagedDiagnostic.unsupportedType(name, type.trimmedDescription)))
+            diagnostics.append(Diagnostic(node: typeNode, message: ManagedDiagnostic.unsupportedType(name, type.trimmedDescription)))
             return nil
         }
         if let relationship {

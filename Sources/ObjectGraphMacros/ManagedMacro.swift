@@ -25,9 +25,9 @@ public struct ManagedMacro: MemberMacro, MemberAttributeMacro, ExtensionMacro {
         let override = analysis.isRoot ? "" : "override "
         let superclass = analysis.superclassName ?? "ManagedObject"
 
-        let specs = analysis.properties.map(spec).map { "            \($0)," }.joined(separator: "\n")
+        let specs = analysis.properties.map(spec).map { "        \($0)," }.joined(separator: "\n")
         let keyPathChecks = analysis.properties.map {
-            "            if keyPath == \\Root.\($0.name) as AnyKeyPath { return \(literal($0.name)) }"
+            "        if keyPath == \\Root.\($0.name) as AnyKeyPath { return \(literal($0.name)) }"
         }.joined(separator: "\n")
         let inherited = analysis.isRoot ? "nil" : "super._managedPropertyName(for: keyPath)"
 

@@ -46,11 +46,11 @@ public struct SortDescriptor<Compared>: @unchecked Sendable {  // key paths with
     }
 
     /// Orders by a string property with a standard string comparator: `.lexical` compares code
-    /// points, `.localized` and `.localizedStandard` compare the case-folded strings (the closest a
+    /// points, `.localized` (and `.localizedStandard` where Foundation has it) compare the case-folded strings (the closest a
     /// store's `ORDER BY` comes to them).
     ///
     /// ```swift
-    /// SortDescriptor(\Note.title, comparator: .localizedStandard)
+    /// SortDescriptor(\Note.title, comparator: .localized)
     /// ```
     public init(_ keyPath: KeyPath<Compared, String>, comparator: String.StandardComparator, order: SortOrder = .forward)
     where Compared: ManagedObject {
