@@ -1,73 +1,189 @@
 import ArgumentParser
+import Dispatch
 import Foundation
 import ObjectGraph
+import Synchronization
 
+/// The seed scenario: a background import on private contexts, saved in batches, while the main
+/// queue keeps fetching and faulting; then the main queue's fetch latency during the import
+/// against idle, and the counts checked.
 struct Demo: ParsableCommand {
-    static let configuration = CommandConfiguration(abstract: "Build an SQLite store in a temporary folder, insert, save, fetch, and print what happened.")
+    static let configuration = CommandConfiguration(
+        abstract: "Import objects in the background into an SQLite store in a temporary folder while the main queue fetches; print latencies and check the counts.")
 
-    @Option(help: "How many notes to insert.") var notes = 20_000
+    @Option(help: "How many notes to import.") var notes = 200_000
+    @Option(help: "How many notes each background save writes.") var batch = 5_000
+    @Option(help: "How many private contexts import at once.") var importers = 2
     @Flag(help: "Keep the store's folder instead of removing it.") var keep = false
+
+    static let folderNames = ["Inbox", "Work", "Ideas", "Archive"]
 
     func run() throws {
         let (directory, url) = try temporaryStoreURL("demo")
         defer { if !keep { try? FileManager.default.removeItem(at: directory) } }
-        print("ObjectGraph demo — SQLite store at \(url.path) (WAL, synchronous=FULL)")
+        print("ObjectGraph demo — SQLite store at \(url.path)")
+        print("WAL, synchronous=FULL; \(notes) notes imported by \(importers) private contexts in saves of \(batch), while the main queue fetches\n")
         let coordinator = PersistentStoreCoordinator(managedObjectModel: DemoModel.make())
         try coordinator.addPersistentStore(type: .sqlite, at: url)
 
-        let writer = ManagedObjectContext(concurrencyType: .privateQueue)
-        writer.name = "writer"
-        writer.persistentStoreCoordinator = coordinator
-        let count = notes
-        let insertTime = try writer.performAndWait {
-            try seconds {
-                let folders = ["Inbox", "Work", "Ideas", "Archive"].map { name -> ManagedObject in
-                    let folder = writer.insertNewObject(forEntityName: "Folder")
-                    folder.setValue(name, forKey: "name")
-                    return folder
+        // The folders, saved first so importers can link to them by ID.
+        let setup = ManagedObjectContext(concurrencyType: .privateQueue)
+        setup.name = "setup"
+        setup.persistentStoreCoordinator = coordinator
+        let folderIDs = try setup.performAndWait {
+            let folders = Self.folderNames.map { name -> ManagedObject in
+                let folder = setup.insertNewObject(forEntityName: "Folder")
+                folder.setValue(name, forKey: "name")
+                return folder
+            }
+            try setup.save()
+            return folders.map(\.objectID)
+        }
+
+        // The main context, used on the main queue (this program's main thread).
+        let main = ManagedObjectContext(concurrencyType: .mainQueue)
+        main.name = "main"
+        main.persistentStoreCoordinator = coordinator
+
+        // Background import.
+        let imported = Atomic<Int>(0)
+        let failure = Mutex<String?>(nil)
+        let group = DispatchGroup()
+        let total = notes, batchSize = max(1, batch), workers = max(1, importers)
+        let start = DispatchTime.now()
+        for worker in 0..<workers {
+            let context = ManagedObjectContext(concurrencyType: .privateQueue)
+            context.name = "importer \(worker)"
+            context.persistentStoreCoordinator = coordinator
+            let share = stride(from: worker * batchSize, to: total, by: batchSize * workers).map { $0..<min($0 + batchSize, total) }
+            group.enter()
+            context.perform {
+                defer { group.leave() }
+                do {
+                    var folders = folderIDs.map { context.object(with: $0) }
+                    for range in share {
+                        for i in range {
+                            let note = context.insertNewObject(forEntityName: "Note")
+                            note.setValue(i % 7 == 0 ? "Hello #\(i)" : "Note #\(i)", forKey: "title")
+                            note.setValue(Int64(i % 1000), forKey: "rank")
+                            note.setValue(Date(timeIntervalSinceReferenceDate: Double(i)), forKey: "created")
+                            note.setValue(folders[i % folders.count], forKey: "folder")
+                        }
+                        try context.save()
+                        context.reset()
+                        imported.add(range.count, ordering: .relaxed)
+                        folders = folderIDs.map { context.object(with: $0) }
+                    }
+                } catch {
+                    failure.withLock { $0 = "\(context.name ?? "importer"): \(error)" }
                 }
-                for i in 0..<count {
-                    let note = writer.insertNewObject(forEntityName: "Note")
-                    note.setValue(i % 7 == 0 ? "Hello #\(i)" : "Note #\(i)", forKey: "title")
-                    note.setValue(Int64(i % 100), forKey: "rank")
-                    note.setValue(Date(timeIntervalSinceReferenceDate: Double(i)), forKey: "created")
-                    note.setValue(folders[i % folders.count], forKey: "folder")
-                }
-                try writer.save()
             }
         }
-        print("inserted and saved \(count) notes in 4 folders: \(String(format: "%.3f", insertTime)) s")
 
-        let reader = ManagedObjectContext(concurrencyType: .privateQueue)
-        reader.name = "reader"
-        reader.persistentStoreCoordinator = coordinator
-        try reader.performAndWait {
-            let request = FetchRequest<ManagedObject>(entityName: "Note")
-            request.predicate = FetchPredicate(format: "title BEGINSWITH[c] %@ AND rank > %d AND folder.name == %@", "hello", 90, "Work")
-            request.sortDescriptors = [FetchSortDescriptor(key: "rank", ascending: false), FetchSortDescriptor(key: "title")]
-            request.fetchLimit = 5
-            var top: [ManagedObject] = []
-            let fetchTime = try seconds { top = try reader.fetch(request) }
-            print("fetch \(request.predicate!) sorted by rank, limit 5: \(top.count) notes in \(String(format: "%.4f", fetchTime)) s")
-            for note in top {
-                let folder = note.value(forKey: "folder") as? ManagedObject
-                print("  \(note.value(forKey: "title") as? String ?? "?")  rank \(note.value(forKey: "rank") as? Int64 ?? -1)  in \(folder?.value(forKey: "name") as? String ?? "-")")
-            }
-            let all = FetchRequest<ManagedObject>(entityName: "Note")
-            all.returnsObjectsAsFaults = false
-            var fetched: [ManagedObject] = []
-            let allTime = try seconds { fetched = try reader.fetch(all) }
-            let sum = fetched.reduce(Int64(0)) { $0 + ($1.value(forKey: "rank") as? Int64 ?? 0) }
-            print("fetched all \(fetched.count) notes, materialised: \(String(format: "%.3f", allTime)) s (rank sum \(sum))")
+        // The main queue keeps fetching and faulting while the import runs.
+        let progress = ProgressBar(total: total)
+        var during: [Double] = []
+        while group.wait(timeout: .now()) == .timedOut {
+            during.append(try Self.fetchAndFault(main, iteration: during.count))
+            progress.update(imported.load(ordering: .relaxed))
+        }
+        let importSeconds = Double(DispatchTime.now().uptimeNanoseconds - start.uptimeNanoseconds) / 1e9
+        progress.finish(imported.load(ordering: .relaxed), seconds: importSeconds)
+        if let failure = failure.withLock({ $0 }) { throw ValidationError("the import failed: \(failure)") }
+
+        // The same work with nothing else running.
+        var idle: [Double] = []
+        for i in 0..<max(200, during.count) { idle.append(try Self.fetchAndFault(main, iteration: i)) }
+
+        print("")
+        print(String(format: "import: %d notes in %.2f s (%.0f notes/s)", total, importSeconds, Double(total) / importSeconds))
+        print("main-queue fetch (20 notes with rank == r, indexed) and fault (title, folder name), in milliseconds:")
+        print("                 runs      p50      p99      max")
+        print(Self.row("during import", during))
+        print(Self.row("idle", idle))
+        if let p99Busy = Self.percentile(during, 0.99), let p99Idle = Self.percentile(idle, 0.99), p99Idle > 0 {
+            print(String(format: "p99 during import ÷ p99 idle: %.2f×", p99Busy / p99Idle))
+        }
+
+        // Check the counts.
+        try main.performAndWait {
+            main.reset()
+            let count = try main.count(for: FetchRequest<ManagedObject>(entityName: "Note"))
             let folders = FetchRequest<ManagedObject>(entityName: "Folder")
             folders.sortDescriptors = [FetchSortDescriptor(key: "name")]
-            for folder in try reader.fetch(folders) {
-                print("  folder \(folder.value(forKey: "name") as? String ?? "?"): \((folder.value(forKey: "notes") as? Set<ManagedObject>)?.count ?? 0) notes")
+            var inFolders = 0
+            for folder in try main.fetch(folders) {
+                let n = (folder.value(forKey: "notes") as? Set<ManagedObject>)?.count ?? 0
+                inFolders += n
+                print("  folder \(folder.value(forKey: "name") as? String ?? "?"): \(n) notes")
             }
-            guard fetched.count == count else { throw ValidationError("expected \(count) notes, found \(fetched.count)") }
+            let hello = FetchRequest<ManagedObject>(entityName: "Note")
+            hello.predicate = FetchPredicate(format: "title BEGINSWITH %@", "Hello")
+            let hellos = try main.count(for: hello)
+            let expectedHellos = (0..<total).count { $0 % 7 == 0 }
+            print("counts: \(count) notes (expected \(total)), \(inFolders) in folders, \(hellos) titled Hello (expected \(expectedHellos))")
+            guard count == total, inFolders == total, hellos == expectedHellos else {
+                throw ValidationError("the counts do not match")
+            }
         }
         print("statistics: \(coordinator.statistics)")
         print(keep ? "store kept at \(directory.path)" : "removed \(directory.path)")
     }
+
+    /// One main-queue fetch of 20 notes by an indexed attribute, faulting in their titles and folders.
+    static func fetchAndFault(_ main: ManagedObjectContext, iteration: Int) throws -> Double {
+        let begin = DispatchTime.now().uptimeNanoseconds
+        try main.performAndWait {
+            let request = FetchRequest<ManagedObject>(entityName: "Note")
+            request.predicate = FetchPredicate(format: "rank == %d", iteration % 1000)
+            request.fetchLimit = 20
+            for note in try main.fetch(request) {
+                _ = note.value(forKey: "title")
+                _ = (note.value(forKey: "folder") as? ManagedObject)?.value(forKey: "name")
+            }
+            main.reset()
+        }
+        return Double(DispatchTime.now().uptimeNanoseconds - begin) / 1e6
+    }
+
+    static func percentile(_ values: [Double], _ p: Double) -> Double? {
+        guard !values.isEmpty else { return nil }
+        let sorted = values.sorted()
+        return sorted[min(sorted.count - 1, Int((Double(sorted.count - 1) * p).rounded()))]
+    }
+
+    static func row(_ label: String, _ values: [Double]) -> String {
+        let p50 = percentile(values, 0.5) ?? 0, p99 = percentile(values, 0.99) ?? 0, max = values.max() ?? 0
+        return label.padding(toLength: 15, withPad: " ", startingAt: 0)
+            + String(format: "%7d %8.2f %8.2f %8.2f", values.count, p50, p99, max)
+    }
 }
 
+/// A one-line progress bar on a terminal; a line every 10% otherwise.
+final class ProgressBar {
+    let total: Int
+    let isTerminal = isatty(STDOUT_FILENO) != 0
+    var lastPrinted = -1
+    var lastDraw = DispatchTime.now()
+
+    init(total: Int) { self.total = total }
+
+    func update(_ done: Int) {
+        let percent = total == 0 ? 100 : done * 100 / total
+        if isTerminal {
+            guard DispatchTime.now().uptimeNanoseconds - lastDraw.uptimeNanoseconds > 100_000_000 else { return }
+            lastDraw = .now()
+            let width = 40, filled = width * percent / 100
+            print("\r[" + String(repeating: "#", count: filled) + String(repeating: "-", count: width - filled) + "] \(percent)% \(done)/\(total)", terminator: "")
+            fflush(nil)
+        } else if percent / 10 > lastPrinted / 10 {
+            lastPrinted = percent
+            print("imported \(done)/\(total) (\(percent)%)")
+        }
+    }
+
+    func finish(_ done: Int, seconds: Double) {
+        if isTerminal { print("\r[" + String(repeating: "#", count: 40) + "] 100% \(done)/\(total)") }
+        else { print("imported \(done)/\(total) (100%)") }
+    }
+}

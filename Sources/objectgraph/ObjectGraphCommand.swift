@@ -7,7 +7,7 @@ struct ObjectGraphCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "objectgraph",
         abstract: "Core Data's object graph, in Swift, on Linux.",
-        subcommands: [Demo.self, Bench.self])
+        subcommands: [Demo.self, Bench.self, Misuse.self])
 }
 
 /// The model the demo and the benchmark use.
@@ -20,7 +20,7 @@ enum DemoModel {
             ]),
             EntityDescription(name: "Note", properties: [
                 .attribute("title", .string, isOptional: false, defaultValue: ""),
-                .attribute("rank", .integer64, defaultValue: Int64(0)),
+                .attribute("rank", .integer64, defaultValue: Int64(0), isIndexed: true),
                 .attribute("created", .date),
                 .relationship("folder", destination: "Folder", toMany: false, inverse: "notes", deleteRule: .nullify),
             ]),

@@ -42,3 +42,44 @@ final class QueueTag: Sendable {
     let label: String
     init(label: String) { self.label = label }
 }
+
+/// The contexts whose blocks the current thread is running, innermost last. A thread inside
+/// `a.performAndWait { b.performAndWait { ... } }` holds both queues: `getSpecific` sees only b's,
+/// so a nested `a.performAndWait` must be recognised from this list and run inline (a `sync` onto
+/// a queue the thread already holds would deadlock).
+enum EnteredContexts {
+    private final class Stack {
+        var contexts: [ObjectIdentifier] = []
+    }
+
+    private static let key: pthread_key_t = {
+        var key = pthread_key_t()
+        pthread_key_create(&key) { pointer in
+            guard let pointer else { return }
+            Unmanaged<AnyObject>.fromOpaque(pointer).release()
+        }
+        return key
+    }()
+
+    private static var stack: Stack {
+        if let pointer = pthread_getspecific(key) {
+            return Unmanaged<Stack>.fromOpaque(pointer).takeUnretainedValue()
+        }
+        let stack = Stack()
+        pthread_setspecific(key, Unmanaged.passRetained(stack).toOpaque())
+        return stack
+    }
+
+    static func contains(_ context: ManagedObjectContext) -> Bool {
+        guard let pointer = pthread_getspecific(key) else { return false }
+        return Unmanaged<Stack>.fromOpaque(pointer).takeUnretainedValue().contexts.contains(ObjectIdentifier(context))
+    }
+
+    /// Runs `body` with `context` recorded as entered on this thread.
+    static func with<T>(_ context: ManagedObjectContext, _ body: () throws -> T) rethrows -> T {
+        let stack = self.stack
+        stack.contexts.append(ObjectIdentifier(context))
+        defer { stack.contexts.removeLast() }
+        return try body()
+    }
+}

@@ -31,14 +31,24 @@ extension ManagedObjectContext {
         }
         try validateChanges()
         let store = try coordinator.storeForInsert(of: insertedObjects.first?.entity ?? model!.entities[0])
-        let (request, saved) = try makeSaveRequest()
-        let result: StoreSaveResult
-        do {
-            result = try coordinator.save(request, to: store)
-        } catch let error as VersionConflictError {
-            throw mergeConflictError(error.conflicts)
+        // Conflicts go to the merge policy, which adjusts the objects; the save is then tried again
+        // (a few times at most, for conflicts that keep arriving while it resolves).
+        var attempt = 0
+        while true {
+            attempt += 1
+            let (request, saved) = try makeSaveRequest()
+            do {
+                let result = try coordinator.save(request, to: store)
+                didSave(saved, result: result)
+                return
+            } catch let error as VersionConflictError {
+                if attempt > 8 { throw mergeConflictError(error.conflicts) }
+                try resolve(error.conflicts)
+            } catch let error as ConstraintConflictError {
+                if attempt > 8 { throw error.error }
+                try resolve(error.conflicts, error: error.error)
+            }
         }
-        didSave(saved, result: result)
     }
 
     /// Validates every inserted, updated and deleted object; throws all failures at once.
@@ -109,15 +119,22 @@ extension ManagedObjectContext {
             saved.inserted.append(object)
         }
         for object in updatedObjects where !object.isDeleted && !object.isInserted && object.hasChanges {
-            let persistent = object.changedIndices.filter { index in
-                !((object.entity.properties[index] as? AttributeDescription)?.isTransient ?? false)
+            // Only attributes and to-one relationships live in the object's row. A to-many change is
+            // written as the destinations' foreign keys or as join-table rows, so it neither bumps
+            // nor checks the source's version: two contexts adding notes to one folder do not conflict.
+            let columns = object.changedIndices.filter { index in
+                switch object.entity.properties[index] {
+                case let attribute as AttributeDescription: !attribute.isTransient
+                case let relationship as RelationshipDescription: !relationship.isToMany
+                default: false
+                }
             }
             saved.updated.append(object)
-            if persistent.isEmpty { continue }
-            request.updated.append(SavedObject(
-                id: object.objectID, entity: object.entity, values: try canonicalValues(object), changedIndices: persistent.sorted(),
-                expectedVersion: object.snapshot?.version))
             relationshipChanges(object)
+            if columns.isEmpty { continue }
+            request.updated.append(SavedObject(
+                id: object.objectID, entity: object.entity, values: try canonicalValues(object), changedIndices: columns.sorted(),
+                expectedVersion: object.snapshot?.version))
         }
         for object in deletedObjects where !object.isInserted {
             request.deleted.append(SavedObject(
@@ -130,6 +147,10 @@ extension ManagedObjectContext {
     /// Brings the context up to date after a successful save and posts `didSaveObjectsNotification`.
     func didSave(_ saved: SavedObjects, result: StoreSaveResult) {
         let mapping = result.permanentIDs
+        var changedKeys: [ManagedObjectID: Set<String>] = [:]
+        for object in saved.updated {
+            changedKeys[canonical(object.objectID)] = Set(object.changedIndices.map { object.entity.properties[$0].name })
+        }
         adopt(mapping)
         var inserted = Set<ManagedObject>(), updated = Set<ManagedObject>(), deleted = Set<ManagedObject>()
         func settle(_ object: ManagedObject) {
@@ -174,29 +195,21 @@ extension ManagedObjectContext {
         for object in inserted { object.didSave() }
         for object in updated { object.didSave() }
         for object in deleted { object.didSave() }
+        let changes = SaveChanges(
+            inserted: Set(inserted.map(\.objectID)), updated: Set(updated.map(\.objectID)),
+            deleted: Set(saved.deleted.map { canonical($0.objectID) }), changedKeys: changedKeys, snapshots: result.snapshots)
         NotificationCenter.default.post(name: Self.didSaveObjectsNotification, object: self, userInfo: [
             NotificationKey.insertedObjects: inserted,
             NotificationKey.updatedObjects: updated,
             NotificationKey.deletedObjects: deleted,
+            SaveChanges.userInfoKey: changes,
         ])
         NotificationCenter.default.post(name: Self.didSaveObjectIDsNotification, object: self, userInfo: [
-            NotificationKey.insertedObjectIDs: Set(inserted.map(\.objectID)),
-            NotificationKey.updatedObjectIDs: Set(updated.map(\.objectID)),
-            NotificationKey.deletedObjectIDs: Set(deleted.map(\.objectID)),
+            NotificationKey.insertedObjectIDs: changes.insertedObjectIDs,
+            NotificationKey.updatedObjectIDs: changes.updatedObjectIDs,
+            NotificationKey.deletedObjectIDs: changes.deletedObjectIDs,
+            SaveChanges.userInfoKey: changes,
         ])
-    }
-
-    func mergeConflictError(_ conflicts: [VersionConflict]) -> ObjectGraphError {
-        let errors = conflicts.map { conflict -> ObjectGraphError in
-            let state = conflict.persisted.map { "the store has version \($0.version)" } ?? "the row was deleted"
-            return ObjectGraphError(
-                .mergeConflict,
-                "\(conflict.id) was changed by another context since context '\(debugName)' read it (read version \(conflict.expectedVersion), \(state))",
-                entityName: conflict.id.entityName, objectID: conflict.id)
-        }
-        if errors.count == 1 { return errors[0] }
-        return ObjectGraphError(
-            .mergeConflict, "\(errors.count) optimistic locking failures: " + errors.map(\.message).joined(separator: "; "),
-            objectID: errors[0].objectID, underlyingErrors: errors)
+        publish(changes)
     }
 }

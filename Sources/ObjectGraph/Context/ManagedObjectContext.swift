@@ -69,8 +69,31 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
     /// How old (seconds) a row-cache snapshot may be for a fault to use it; 0 always reads the
     /// store, a negative value (the default) accepts any age.
     public var stalenessInterval: Double = -1
-    /// Whether fetched objects are kept alive by the context (false: only changed ones are).
-    public var retainsRegisteredObjects = false
+    /// Whether every registered object is kept alive by the context (false, the default: only
+    /// changed ones are, and unchanged objects go away when the program drops them).
+    public var retainsRegisteredObjects = false {
+        didSet {
+            guard retainsRegisteredObjects != oldValue else { return }
+            if retainsRegisteredObjects {
+                retained.formUnion(registered.values.map { $0.takeUnretainedValue() })
+            } else {
+                retained = insertedObjects.union(updatedObjects).union(deletedObjects)
+            }
+        }
+    }
+    /// How conflicts found at save are resolved: ``MergePolicy/error`` (the default) throws.
+    public var mergePolicy: MergePolicy = .error
+    /// Whether the context merges the saves of its parent (for a child) or, for a context on a
+    /// coordinator, of the other contexts on the same coordinator, as they happen.
+    public var automaticallyMergesChangesFromParent = false {
+        didSet {
+            guard automaticallyMergesChangesFromParent != oldValue else { return }
+            if automaticallyMergesChangesFromParent { persistentStoreCoordinator?.addAutomaticMerging(self) }
+            else { persistentStoreCoordinator?.removeAutomaticMerging(self) }
+        }
+    }
+    /// Continuations of the `saves` streams handed out.
+    let saveStreams = Mutex<[Int: AsyncStream<SaveChanges>.Continuation]>([:])
 
     private var _coordinator: PersistentStoreCoordinator?
     let queue: DispatchQueue?
@@ -115,6 +138,7 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
     private static let counter = Atomic<Int>(0)
 
     deinit {
+        for continuation in saveStreams.withLock({ $0.values }) { continuation.finish() }
         let held = registered.values.compactMap { object -> ManagedObjectID? in
             let o = object.takeUnretainedValue()
             return o.flags.contains(.holdsRowCache) ? o.objectID : nil
@@ -141,8 +165,8 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
     /// Whether the caller runs on the context's queue.
     var isOnQueue: Bool {
         switch concurrencyType {
-        case .mainQueue: ConcurrencyChecks.isOnMainQueue
-        case .privateQueue: DispatchQueue.getSpecific(key: ConcurrencyChecks.queueKey) === tag
+        case .mainQueue: ConcurrencyChecks.isOnMainQueue || EnteredContexts.contains(self)
+        case .privateQueue: DispatchQueue.getSpecific(key: ConcurrencyChecks.queueKey) === tag || EnteredContexts.contains(self)
         case .confinement: pthread_equal(owningThread, pthread_self()) != 0
         }
     }
@@ -182,8 +206,10 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
         switch concurrencyType {
         case .privateQueue, .mainQueue:
             queue!.async { [self] in
-                block()
-                endOfBlock()
+                EnteredContexts.with(self) {
+                    block()
+                    endOfBlock()
+                }
             }
         case .confinement:
             guard isOnQueue else {
@@ -205,9 +231,11 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
         switch concurrencyType {
         case .privateQueue, .mainQueue:
             return try queue!.sync {
-                let result = try block()
-                endOfBlock()
-                return result
+                try EnteredContexts.with(self) {
+                    let result = try block()
+                    endOfBlock()
+                    return result
+                }
             }
         case .confinement:
             fatalError("ObjectGraph: performAndWait(_:) on confinement context '\(debugName)' from \(ConcurrencyChecks.currentThreadDescription()); a confinement context runs only on the thread that created it")
@@ -229,8 +257,11 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
         }
         let result: Result<T, E> = await withCheckedContinuation { continuation in
             let run: @Sendable () -> Void = { [self] in
-                let result = Result<T, E> { () throws(E) -> T in try block() }
-                endOfBlock()
+                let result = EnteredContexts.with(self) {
+                    let result = Result<T, E> { () throws(E) -> T in try block() }
+                    endOfBlock()
+                    return result
+                }
                 continuation.resume(returning: result)
             }
             if let queue { queue.async(execute: run) } else { run() }

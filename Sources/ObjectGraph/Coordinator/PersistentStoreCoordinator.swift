@@ -40,6 +40,13 @@ public final class PersistentStoreCoordinator: Sendable, CustomStringConvertible
     let rowCache = RowCache()
     let faultsFromStoreCounter = Atomic<Int>(0)
     private let exclusive = CoordinatorLock()
+    /// Contexts on this coordinator that merge the others' saves as they happen.
+    private let automaticMergers = Mutex<[ObjectIdentifier: WeakContext]>([:])
+
+    final class WeakContext: @unchecked Sendable {  // the reference is set once, read under the mutex
+        weak var context: ManagedObjectContext?
+        init(_ context: ManagedObjectContext) { self.context = context }
+    }
 
     public init(managedObjectModel: ManagedObjectModel, name: String? = nil) {
         self.managedObjectModel = managedObjectModel
@@ -139,6 +146,29 @@ public final class PersistentStoreCoordinator: Sendable, CustomStringConvertible
             rowCacheMisses: rowCache.misses.load(ordering: .relaxed),
             faultsFromStore: faultsFromStoreCounter.load(ordering: .relaxed),
             rowCacheCount: rowCache.count)
+    }
+
+    // MARK: - Automatic merging
+
+    func addAutomaticMerging(_ context: ManagedObjectContext) {
+        automaticMergers.withLock { $0[ObjectIdentifier(context)] = WeakContext(context) }
+    }
+
+    func removeAutomaticMerging(_ context: ManagedObjectContext) {
+        _ = automaticMergers.withLock { $0.removeValue(forKey: ObjectIdentifier(context)) }
+    }
+
+    /// Sends a root context's save to the other root contexts that merge automatically, each on its
+    /// own queue.
+    func broadcast(_ changes: ManagedObjectContext.SaveChanges, from source: ManagedObjectContext) {
+        guard source.parent == nil else { return }
+        let targets = automaticMergers.withLock { mergers -> [ManagedObjectContext] in
+            mergers = mergers.filter { $0.value.context != nil }
+            return mergers.values.compactMap(\.context)
+        }
+        for context in targets where context !== source && context.parent == nil {
+            context.perform { context.mergeChanges(changes) }
+        }
     }
 
     // MARK: - Locking

@@ -25,6 +25,8 @@ public final class EntityDescription: @unchecked Sendable, Hashable, CustomStrin
     public let declaredProperties: [PropertyDescription]
     /// Sets of attribute names whose values must be unique across the entity's objects.
     public let uniquenessConstraints: [[String]]
+    /// Compound indexes (Core Data's fetch indexes): each a list of attribute names, in order.
+    public let indexes: [[String]]
     /// Free-form information, as in Core Data.
     public var userInfo: [String: String] = [:]
 
@@ -59,8 +61,10 @@ public final class EntityDescription: @unchecked Sendable, Hashable, CustomStrin
     ///   - isAbstract: whether only sub-entities have instances.
     public init(
         name: String, managedObjectClass: ManagedObject.Type = ManagedObject.self, superentity: String? = nil,
-        isAbstract: Bool = false, properties: [PropertyDescription], uniquenessConstraints: [[String]] = []
+        isAbstract: Bool = false, properties: [PropertyDescription], uniquenessConstraints: [[String]] = [],
+        indexes: [[String]] = []
     ) {
+        self.indexes = indexes
         self.name = name
         self.managedObjectClass = managedObjectClass
         self.superentityName = superentity
@@ -72,7 +76,7 @@ public final class EntityDescription: @unchecked Sendable, Hashable, CustomStrin
     func copy() -> EntityDescription {
         let copy = EntityDescription(
             name: name, managedObjectClass: managedObjectClass, superentity: superentityName, isAbstract: isAbstract,
-            properties: declaredProperties.map { $0.copy() }, uniquenessConstraints: uniquenessConstraints)
+            properties: declaredProperties.map { $0.copy() }, uniquenessConstraints: uniquenessConstraints, indexes: indexes)
         copy.userInfo = userInfo
         return copy
     }

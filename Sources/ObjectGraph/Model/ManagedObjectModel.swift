@@ -196,8 +196,12 @@ public final class ManagedObjectModel: @unchecked Sendable, CustomStringConverti
                         entityName: entity.name, key: name))
                 }
             }
-            for attribute in entity.attributes where attribute.attributeType == .transformable && attribute.valueType == nil {
-                _ = attribute  // untyped transformables hold JSON-compatible values
+            for index in entity.indexes {
+                for name in index where entity.attributesByName[name] == nil && entity.relationshipsByName[name].map({ $0.isToMany }) ?? true {
+                    errors.append(ObjectGraphError(
+                        .invalidModel, "Index of entity '\(entity.name)' names unknown attribute '\(name)'",
+                        entityName: entity.name, key: name))
+                }
             }
         }
     }

@@ -51,12 +51,13 @@ public class PropertyDescription: @unchecked Sendable, CustomStringConvertible {
         _ name: String, _ type: AttributeType, isOptional: Bool = true, defaultValue: (any Sendable)? = nil,
         isTransient: Bool = false, minimum: (any Sendable)? = nil, maximum: (any Sendable)? = nil,
         minimumLength: Int? = nil, maximumLength: Int? = nil, regularExpression: String? = nil,
-        valueType: (any Codable.Type)? = nil
+        valueType: (any Codable.Type)? = nil, isIndexed: Bool = false
     ) -> PropertyDescription {
         AttributeDescription(
             name: name, attributeType: type, isOptional: isOptional, defaultValue: defaultValue,
             isTransient: isTransient, minimum: minimum, maximum: maximum, minimumLength: minimumLength,
-            maximumLength: maximumLength, regularExpression: regularExpression, valueType: valueType)
+            maximumLength: maximumLength, regularExpression: regularExpression, valueType: valueType,
+            isIndexed: isIndexed)
     }
 
     /// A relationship to `destination`, with its inverse named by `inverse`.
@@ -86,6 +87,8 @@ public final class AttributeDescription: PropertyDescription, @unchecked Sendabl
     public let minimumLength: Int?
     public let maximumLength: Int?
     public let regularExpression: String?
+    /// Whether the store keeps an index on the attribute (for fast predicates and sorts on it).
+    public let isIndexed: Bool
 
     /// The default value in canonical form.
     let defaultStoredValue: Value
@@ -97,8 +100,9 @@ public final class AttributeDescription: PropertyDescription, @unchecked Sendabl
         name: String, attributeType: AttributeType, isOptional: Bool = true, defaultValue: (any Sendable)? = nil,
         isTransient: Bool = false, minimum: (any Sendable)? = nil, maximum: (any Sendable)? = nil,
         minimumLength: Int? = nil, maximumLength: Int? = nil, regularExpression: String? = nil,
-        valueType: (any Codable.Type)? = nil
+        valueType: (any Codable.Type)? = nil, isIndexed: Bool = false
     ) {
+        self.isIndexed = isIndexed
         self.attributeType = attributeType
         self.defaultValue = defaultValue
         self.valueType = valueType
@@ -122,7 +126,7 @@ public final class AttributeDescription: PropertyDescription, @unchecked Sendabl
         let copy = AttributeDescription(
             name: name, attributeType: attributeType, isOptional: isOptional, defaultValue: defaultValue,
             isTransient: isTransient, minimum: minimum, maximum: maximum, minimumLength: minimumLength,
-            maximumLength: maximumLength, regularExpression: regularExpression, valueType: valueType)
+            maximumLength: maximumLength, regularExpression: regularExpression, valueType: valueType, isIndexed: isIndexed)
         copy.userInfo = userInfo
         return copy
     }

@@ -619,6 +619,12 @@ final class RelationshipValue {
         removed = Set(removed.map(m))
     }
 
+    /// Removes an ID from the pending additions and removals.
+    func dropPending(_ id: ManagedObjectID) {
+        added.remove(id)
+        removed.remove(id)
+    }
+
     /// Forgets pending changes once saved.
     func commit() {
         added = []

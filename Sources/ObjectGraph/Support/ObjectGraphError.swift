@@ -53,6 +53,8 @@ public struct ObjectGraphError: Error, Equatable, Hashable, Sendable, CustomStri
     public var position: Int?
     /// For a save that failed for several reasons (validation, conflicts), each reason.
     public var underlyingErrors: [ObjectGraphError]
+    /// For a merge conflict, each conflicting object with its in-memory, cached and persisted values.
+    public var conflicts: [MergeConflict] = []
 
     init(
         _ code: Code, _ message: String, entityName: String? = nil, key: String? = nil,

@@ -156,6 +156,37 @@ struct SaveTests {
     }
 
     @Test(arguments: StoreKind.allCases)
+    func addingToASharedParentFromTwoContextsDoesNotConflict(_ kind: StoreKind) throws {
+        let stack = try TestStack(kind)
+        let setup = stack.context("setup")
+        let folder = setup.insert("Folder", ["name": "Shared"])
+        let tag = setup.insert("Tag", ["name": "shared"])
+        try setup.save()
+        let first = stack.context("first"), second = stack.context("second")
+        for (i, context) in [first, second].enumerated() {
+            let sharedFolder = try context.existingObject(with: folder.objectID)
+            let sharedTag = try context.existingObject(with: tag.objectID)
+            _ = sharedFolder.value(forKey: "notes")
+            let note = context.insert("Note", ["title": "from \(i)", "folder": sharedFolder])
+            note.setValue(Set([sharedTag]), forKey: "tags")
+        }
+        try first.save()
+        try second.save()
+        let reader = stack.context("reader")
+        let readFolder = try reader.existingObject(with: folder.objectID)
+        #expect((readFolder.value(forKey: "notes") as? Set<ManagedObject>)?.count == 2)
+        #expect((try reader.existingObject(with: tag.objectID).value(forKey: "notes") as? Set<ManagedObject>)?.count == 2)
+        // Changing the parent's own attributes in both still conflicts.
+        let a = try first.existingObject(with: folder.objectID), b = try second.existingObject(with: folder.objectID)
+        first.refresh(a, mergeChanges: false)
+        second.refresh(b, mergeChanges: false)
+        a.setValue("A", forKey: "name")
+        b.setValue("B", forKey: "name")
+        try first.save()
+        #expect(throws: ObjectGraphError.mergeConflict) { try second.save() }
+    }
+
+    @Test(arguments: StoreKind.allCases)
     func uniquenessConstraintsRefuseDuplicates(_ kind: StoreKind) throws {
         let model = ManagedObjectModel(entities: [
             EntityDescription(name: "User", properties: [.attribute("email", .string)], uniquenessConstraints: [["email"]]),

@@ -237,6 +237,28 @@ struct StoreTests {
         #expect(!(try context.all("Note").contains(saved[0])))
     }
 
+    @Test func declaredIndexesAreCreatedAndAddedToExistingStores() throws {
+        let directory = TemporaryDirectory()
+        let url = directory.file("indexed.sqlite")
+        func model(indexed: Bool) -> ManagedObjectModel {
+            ManagedObjectModel(entities: [
+                EntityDescription(
+                    name: "Item", properties: [.attribute("name", .string, isIndexed: indexed), .attribute("score", .integer64)],
+                    indexes: indexed ? [["score", "name"]] : []),
+            ])
+        }
+        do {
+            let coordinator = PersistentStoreCoordinator(managedObjectModel: model(indexed: false))
+            let store = try coordinator.addPersistentStore(type: .sqlite, at: url)
+            #expect(try (store.backend as! SQLiteStore).indexNames().filter { $0.hasPrefix("Item_") }.isEmpty)
+            try coordinator.removePersistentStore(store)
+        }
+        #expect(model(indexed: false).versionHash == model(indexed: true).versionHash, "indexes do not change how objects are stored")
+        let coordinator = PersistentStoreCoordinator(managedObjectModel: model(indexed: true))
+        let store = try coordinator.addPersistentStore(type: .sqlite, at: url)
+        #expect(try (store.backend as! SQLiteStore).indexNames() == ["Item_INDEX_0", "Item_name_IDX"])
+    }
+
     @Test func theCoordinatorLockIsRecursiveAndExclusive() throws {
         let stack = try TestStack(.inMemory)
         stack.coordinator.lock()

@@ -254,11 +254,13 @@ struct InMemorySave {
         let removed = Set(request.deleted.compactMap(\.id.primaryKey))
         var claimed: [String: [[Value]: Int64]] = [:]
         var uniqueConflicts: [ObjectGraphError] = []
+        var constraintConflicts: [ConstraintConflict] = []
         var updatesByKey: [Int64: SavedObject] = [:]
         for update in request.updated { if let pk = update.id.primaryKey { updatesByKey[pk] = update } }
         for object in request.inserted + request.updated {
             let pk = resolve(object.id).primaryKey ?? -1
-            for (key, entity, attributes) in Self.constraints(of: object.entity) {
+            for (key, entity, attributes) in Self.constraints(of: object.entity)
+            where object.changedIndices.isEmpty || attributes.contains(where: { object.changedIndices.contains($0.index) }) {
                 let values = attributes.map { object.values[$0.index] }
                 if values.contains(where: \.isNull) { continue }
                 let others = (state.uniqueness[key]?[values] ?? []).subtracting([pk]).subtracting(removed).filter { other in
@@ -266,23 +268,23 @@ struct InMemorySave {
                     guard let update = updatesByKey[other] else { return true }
                     return attributes.map { update.values[$0.index] } == values
                 }
-                if !others.isEmpty || (claimed[key]?[values].map { $0 != pk } ?? false) {
+                let inSave = claimed[key]?[values].map { $0 != pk } ?? false
+                if !others.isEmpty || inSave {
                     let described = zip(attributes.map(\.name), values).map { "\($0) = \($1.debugText)" }.joined(separator: ", ")
                     uniqueConflicts.append(ObjectGraphError(
                         .constraintConflict, "Another \(entity.name) already has \(described)",
                         entityName: entity.name, key: attributes.map(\.name).joined(separator: ","), objectID: resolve(object.id)))
+                    var existing: ManagedObjectID?
+                    if !inSave, let other = others.min(), updatesByKey[other] == nil,
+                       let row = state.tables[entity.rootEntity.entityCode]?[other] {
+                        existing = ManagedObjectID(entity: row.entity, store: store, primaryKey: other)
+                    }
+                    constraintConflicts.append(ConstraintConflict(objectID: object.id, existing: existing))
                 }
                 claimed[key, default: [:]][values] = pk
             }
         }
-        if !uniqueConflicts.isEmpty {
-            throw ObjectGraphError(
-                .constraintConflict,
-                uniqueConflicts.count == 1 ? uniqueConflicts[0].message
-                    : "\(uniqueConflicts.count) uniqueness constraint conflicts: " + uniqueConflicts.map(\.message).joined(separator: "; "),
-                entityName: uniqueConflicts[0].entityName, key: uniqueConflicts[0].key, objectID: uniqueConflicts[0].objectID,
-                underlyingErrors: uniqueConflicts)
-        }
+        if !uniqueConflicts.isEmpty { throw ConstraintConflictError.make(uniqueConflicts, constraintConflicts) }
 
         // Every check passed: apply.
         for (root, key) in nextKeys { state.maxKeys[root] = max(state.maxKeys[root] ?? 0, key) }

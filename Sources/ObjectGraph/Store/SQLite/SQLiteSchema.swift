@@ -137,6 +137,25 @@ struct SQLiteSchema: Sendable {
 
     // MARK: - DDL
 
+    /// The indexes users declared (indexed attributes, entity indexes). Created with `IF NOT EXISTS`
+    /// each time a store opens, so adding an index does not make a store incompatible.
+    func userIndexStatements() -> [String] {
+        var statements: [String] = []
+        for entity in model.entitiesByCode {
+            let table = Self.quote(entity.rootEntity.name)
+            for attribute in entity.declaredProperties.compactMap({ $0 as? AttributeDescription }) where attribute.isIndexed && !attribute.isTransient {
+                let column = columnName(for: attribute)
+                statements.append("CREATE INDEX IF NOT EXISTS \(Self.quote("\(entity.name)_\(column)_IDX")) ON \(table) (\(Self.quote(column)))")
+            }
+            for (n, index) in entity.indexes.enumerated() {
+                let columns = index.compactMap { entity.propertiesByName[$0] }.map { Self.quote(columnName(for: $0)) }
+                guard !columns.isEmpty else { continue }
+                statements.append("CREATE INDEX IF NOT EXISTS \(Self.quote("\(entity.name)_INDEX_\(n)")) ON \(table) (\(columns.joined(separator: ", ")))")
+            }
+        }
+        return statements
+    }
+
     /// The statements that create the schema in an empty database.
     func createStatements() -> [String] {
         var statements: [String] = []

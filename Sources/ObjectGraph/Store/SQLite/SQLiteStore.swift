@@ -69,7 +69,12 @@ final class SQLiteStore: StoreBackend {
                 }
             } else {
                 metadata = try pool.write { db -> [String: String] in
-                    if let existing = try Self.readMetadata(db) { return existing }
+                    if let existing = try Self.readMetadata(db) {
+                        if existing[PersistentStore.metadataModelHashKey] == model.versionHash {
+                            for statement in schema.userIndexStatements() { try db.execute(sql: statement) }
+                        }
+                        return existing
+                    }
                     let tables = try String.fetchAll(db, sql: "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'")
                     if !tables.isEmpty {
                         throw ObjectGraphError(
@@ -79,7 +84,7 @@ final class SQLiteStore: StoreBackend {
                     }
                     try db.execute(sql: "CREATE TABLE \(SQLiteSchema.metadataTable) (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
                     try db.execute(sql: "CREATE TABLE \(SQLiteSchema.primaryKeyTable) (Z_TABLE TEXT PRIMARY KEY, Z_MAX INTEGER NOT NULL)")
-                    for statement in schema.createStatements() { try db.execute(sql: statement) }
+                    for statement in schema.createStatements() + schema.userIndexStatements() { try db.execute(sql: statement) }
                     let metadata = [
                         PersistentStore.metadataIdentifierKey: UUID().uuidString,
                         PersistentStore.metadataTypeKey: StoreType.sqlite.rawValue,
@@ -131,7 +136,7 @@ final class SQLiteStore: StoreBackend {
 
     /// Turns a GRDB or SQLite error into an ObjectGraphError that says what and where.
     static func translate(_ error: any Error, url: URL, while doing: String) -> any Error {
-        if error is ObjectGraphError || error is VersionConflictError { return error }
+        if error is ObjectGraphError || error is VersionConflictError || error is ConstraintConflictError { return error }
         guard let dbError = error as? DatabaseError else { return error }
         let path = url.path
         let detail = dbError.message ?? "\(dbError.resultCode)"
@@ -493,43 +498,40 @@ final class SQLiteStore: StoreBackend {
         }
 
         // 8. Uniqueness constraints, checked once everything is written.
-        try checkUniqueness(request, resolve: resolve, db: db)
+        try checkUniqueness(request, resolve: resolve, store: store, db: db)
         return result
     }
 
-    private func checkUniqueness(_ request: StoreSaveRequest, resolve: (ManagedObjectID) -> ManagedObjectID, db: Database) throws {
-        var conflicts: [ObjectGraphError] = []
+    private func checkUniqueness(_ request: StoreSaveRequest, resolve: (ManagedObjectID) -> ManagedObjectID, store: PersistentStore, db: Database) throws {
+        var errors: [ObjectGraphError] = []
+        var conflicts: [ConstraintConflict] = []
+        var saved: Set<Int64> = []
+        for object in request.inserted + request.updated { if let pk = resolve(object.id).primaryKey { saved.insert(pk) } }
         for object in request.inserted + request.updated {
-            var entity: EntityDescription? = object.entity
-            while let e = entity {
-                for constraint in e.uniquenessConstraints {
-                    let attributes = constraint.compactMap { e.attributesByName[$0] }
-                    if object.changedIndices.isEmpty || attributes.contains(where: { object.changedIndices.contains($0.index) }) {
-                        let values = attributes.map { object.values[$0.index] }
-                        if values.contains(where: \.isNull) { continue }
-                        let codes = e.selfAndDescendants.map { String($0.entityCode) }.joined(separator: ",")
-                        let conditions = attributes.map { "\(SQLiteSchema.quote(schema.columnName(for: $0))) = ?" }.joined(separator: " AND ")
-                        count()
-                        let n = try Int.fetchOne(
-                            db.cachedStatement(sql: "SELECT COUNT(*) FROM \(SQLiteSchema.quote(e.rootEntity.name)) WHERE Z_ENT IN (\(codes)) AND \(conditions)"),
-                            arguments: StatementArguments(values.map(\.databaseValue))) ?? 0
-                        if n > 1 {
-                            let described = zip(constraint, values).map { "\($0) = \($1.debugText)" }.joined(separator: ", ")
-                            conflicts.append(ObjectGraphError(
-                                .constraintConflict, "Another \(e.name) already has \(described)",
-                                entityName: e.name, key: constraint.joined(separator: ","), objectID: resolve(object.id)))
-                        }
-                    }
-                }
-                entity = e.superentity
+            let id = resolve(object.id)
+            for (_, e, attributes) in InMemorySave.constraints(of: object.entity)
+            where object.changedIndices.isEmpty || attributes.contains(where: { object.changedIndices.contains($0.index) }) {
+                let values = attributes.map { object.values[$0.index] }
+                if values.contains(where: \.isNull) { continue }
+                let codes = e.selfAndDescendants.map { String($0.entityCode) }.joined(separator: ",")
+                let conditions = attributes.map { "\(SQLiteSchema.quote(schema.columnName(for: $0))) = ?" }.joined(separator: " AND ")
+                count()
+                let row = try Row.fetchOne(
+                    db.cachedStatement(sql: "SELECT Z_PK, Z_ENT FROM \(SQLiteSchema.quote(e.rootEntity.name)) WHERE Z_ENT IN (\(codes)) AND \(conditions) AND Z_PK <> ? LIMIT 1"),
+                    arguments: StatementArguments(values.map(\.databaseValue) + [(id.primaryKey ?? -1).databaseValue]))
+                guard let row else { continue }
+                let otherKey: Int64 = row[0]
+                let otherCode: Int = row[1]
+                let described = zip(attributes.map(\.name), values).map { "\($0) = \($1.debugText)" }.joined(separator: ", ")
+                errors.append(ObjectGraphError(
+                    .constraintConflict, "Another \(e.name) already has \(described)",
+                    entityName: e.name, key: attributes.map(\.name).joined(separator: ","), objectID: id))
+                let existing = saved.contains(otherKey) || otherCode >= model.entitiesByCode.count
+                    ? nil : ManagedObjectID(entity: model.entitiesByCode[otherCode], store: store, primaryKey: otherKey)
+                conflicts.append(ConstraintConflict(objectID: object.id, existing: existing))
             }
         }
-        if !conflicts.isEmpty {
-            throw ObjectGraphError(
-                .constraintConflict,
-                conflicts.count == 1 ? conflicts[0].message : "\(conflicts.count) uniqueness constraint conflicts: " + conflicts.map(\.message).joined(separator: "; "),
-                entityName: conflicts[0].entityName, key: conflicts[0].key, objectID: conflicts[0].objectID, underlyingErrors: conflicts)
-        }
+        if !errors.isEmpty { throw ConstraintConflictError.make(errors, conflicts) }
     }
 
     private func readSnapshots(_ ids: [ManagedObjectID], store: PersistentStore, db: Database) throws -> [ManagedObjectID: Snapshot] {
@@ -547,6 +549,13 @@ final class SQLiteStore: StoreBackend {
 
     func close() throws {
         try pool.close()
+    }
+
+    /// The names of the indexes in the file (for diagnostics and tests).
+    func indexNames() throws -> [String] {
+        try read("listing indexes") { db in
+            try String.fetchAll(db, sql: "SELECT name FROM sqlite_master WHERE type = 'index' AND name NOT LIKE 'sqlite_%' ORDER BY name")
+        }
     }
 
     /// Runs `PRAGMA integrity_check`; "ok" when the file is sound.

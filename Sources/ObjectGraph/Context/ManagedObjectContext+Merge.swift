@@ -1,0 +1,285 @@
+import Foundation
+import Synchronization
+
+extension ManagedObjectContext {
+    /// What one save did, as a `Sendable` value: object IDs and changed keys only, safe to hand to
+    /// any queue.
+    ///
+    /// ```swift
+    /// for await changes in background.saves {
+    ///     main.perform { main.mergeChanges(changes) }
+    /// }
+    /// ```
+    public struct SaveChanges: Sendable, CustomStringConvertible {
+        /// Objects inserted by the save (permanent IDs).
+        public let insertedObjectIDs: Set<ManagedObjectID>
+        /// Objects updated by the save.
+        public let updatedObjectIDs: Set<ManagedObjectID>
+        /// Objects deleted by the save.
+        public let deletedObjectIDs: Set<ManagedObjectID>
+        /// For each updated object, the keys that changed.
+        public let changedKeys: [ManagedObjectID: Set<String>]
+        /// The saved rows, so a merge need not read them again (absent for remote changes).
+        let snapshots: [ManagedObjectID: Snapshot]
+
+        /// Changes described by IDs, for example from another process or a batch operation.
+        public init(
+            insertedObjectIDs: Set<ManagedObjectID> = [], updatedObjectIDs: Set<ManagedObjectID> = [],
+            deletedObjectIDs: Set<ManagedObjectID> = [], changedKeys: [ManagedObjectID: Set<String>] = [:]
+        ) {
+            self.init(inserted: insertedObjectIDs, updated: updatedObjectIDs, deleted: deletedObjectIDs, changedKeys: changedKeys, snapshots: [:])
+        }
+
+        init(inserted: Set<ManagedObjectID>, updated: Set<ManagedObjectID>, deleted: Set<ManagedObjectID>,
+             changedKeys: [ManagedObjectID: Set<String>], snapshots: [ManagedObjectID: Snapshot]) {
+            self.insertedObjectIDs = inserted
+            self.updatedObjectIDs = updated
+            self.deletedObjectIDs = deleted
+            self.changedKeys = changedKeys
+            self.snapshots = snapshots
+        }
+
+        /// The changes carried by a `didSaveObjectsNotification` or `didSaveObjectIDsNotification`.
+        public init?(_ notification: Notification) {
+            guard let changes = notification.userInfo?[Self.userInfoKey] as? SaveChanges else { return nil }
+            self = changes
+        }
+
+        static let userInfoKey = "ObjectGraphSaveChanges"
+
+        public var isEmpty: Bool { insertedObjectIDs.isEmpty && updatedObjectIDs.isEmpty && deletedObjectIDs.isEmpty }
+
+        public var description: String {
+            "SaveChanges(inserted: \(insertedObjectIDs.count), updated: \(updatedObjectIDs.count), deleted: \(deletedObjectIDs.count))"
+        }
+    }
+
+    /// The context's saves, as they happen, for `for await` (one stream per access).
+    public var saves: AsyncStream<SaveChanges> {
+        let (stream, continuation) = AsyncStream<SaveChanges>.makeStream(bufferingPolicy: .unbounded)
+        let key = Self.streamCounter.add(1, ordering: .relaxed).newValue
+        saveStreams.withLock { $0[key] = continuation }
+        continuation.onTermination = { [weak self] _ in
+            _ = self?.saveStreams.withLock { $0.removeValue(forKey: key) }
+        }
+        return stream
+    }
+
+    static let streamCounter = Atomic<Int>(0)
+
+    /// Hands a save's changes to `saves` streams and to contexts that merge automatically.
+    func publish(_ changes: SaveChanges) {
+        for continuation in saveStreams.withLock({ Array($0.values) }) { continuation.yield(changes) }
+        persistentStoreCoordinator?.broadcast(changes, from: self)
+    }
+
+    /// Merges another context's save (Core Data's form). Call it on this context's queue.
+    public func mergeChanges(fromContextDidSave notification: Notification) {
+        assertOnQueue("mergeChanges(fromContextDidSave:)")
+        guard let changes = SaveChanges(notification) else { return }
+        mergeChanges(changes)
+    }
+
+    /// Merges changes made elsewhere (a save of another coordinator, a batch operation) into
+    /// contexts, on each context's queue. The dictionary's keys are `NotificationKey.insertedObjectIDs`,
+    /// `.updatedObjectIDs`, `.deletedObjectIDs` (also `insertedObjects`, …); its values are
+    /// collections of `ManagedObjectID`s or their URIs.
+    public static func mergeChanges(fromRemoteContextSave changes: [AnyHashable: Any], into contexts: [ManagedObjectContext]) {
+        for context in contexts {
+            let coordinator = context.persistentStoreCoordinator
+            func ids(_ keys: String...) -> Set<ManagedObjectID> {
+                var result: Set<ManagedObjectID> = []
+                for key in keys {
+                    guard let value = changes[key] else { continue }
+                    let items: [Any] = (value as? [Any]) ?? (value as? Set<ManagedObjectID>).map { Array($0) } ?? (value as? Set<URL>).map { Array($0) } ?? []
+                    for item in items {
+                        if let id = item as? ManagedObjectID { result.insert(id) }
+                        else if let url = item as? URL, let id = coordinator?.managedObjectID(forURIRepresentation: url) { result.insert(id) }
+                    }
+                }
+                return result
+            }
+            let merged = SaveChanges(
+                insertedObjectIDs: ids(NotificationKey.insertedObjectIDs, NotificationKey.insertedObjects),
+                updatedObjectIDs: ids(NotificationKey.updatedObjectIDs, NotificationKey.updatedObjects),
+                deletedObjectIDs: ids(NotificationKey.deletedObjectIDs, NotificationKey.deletedObjects))
+            context.performAndWait { context.mergeChanges(merged) }
+        }
+    }
+
+    /// Merges a save made by another context: registered objects take the saved values (keeping
+    /// this context's unsaved changes as its merge policy says), deleted objects leave every
+    /// relationship and become invalid, inserted objects become fetchable. Posts
+    /// `objectsDidChangeNotification` and `didMergeChangesObjectIDsNotification`.
+    public func mergeChanges(_ changes: SaveChanges) {
+        assertOnQueue("mergeChanges(_:)")
+        processPendingChanges()
+        var refreshed: Set<ManagedObject> = [], invalidated: Set<ManagedObject> = []
+
+        // Deleted elsewhere: out of every relationship, then gone.
+        if !changes.deletedObjectIDs.isEmpty {
+            let gone = changes.deletedObjectIDs
+            for object in registered.values.map({ $0.takeUnretainedValue() }) where !gone.contains(object.objectID) {
+                forgetDestinations(gone, in: object)
+            }
+            for id in gone {
+                guard let object = registered[canonical(id)]?.takeUnretainedValue() else { continue }
+                insertedObjects.remove(object)
+                updatedObjects.remove(object)
+                deletedObjects.remove(object)
+                pendingDeletes.removeAll { $0 === object }
+                unregister(object)
+                object.flags = [.invalid]
+                invalidated.insert(object)
+            }
+        }
+
+        // Updated elsewhere: take the saved values.
+        var needed: [ManagedObjectID] = []
+        var targets: [(ManagedObject, ManagedObjectID)] = []
+        for id in changes.updatedObjectIDs {
+            guard let object = registered[canonical(id)]?.takeUnretainedValue(), !object.isFault else { continue }
+            targets.append((object, id))
+            if changes.snapshots[id] == nil { needed.append(id) }
+        }
+        var fetched: [ManagedObjectID: Snapshot] = [:]
+        if !needed.isEmpty, let coordinator = persistentStoreCoordinator {
+            fetched = (try? coordinator.fetchSnapshots(needed)) ?? [:]
+            coordinator.rowCache.release(fetched.keys)
+        }
+        for (object, id) in targets {
+            guard let snapshot = changes.snapshots[id] ?? fetched[id] else { continue }
+            let keys = changes.changedKeys[id] ?? Set(object.entity.properties.map(\.name))
+            adopt(snapshot, into: object, changedElsewhere: keys)
+            refreshed.insert(object)
+        }
+
+        // Objects whose to-many relationships the save touched through foreign keys (the inserted
+        // and updated objects' to-one destinations) reload those relationships when next used.
+        refaultToManyRelationships(touchedBy: changes)
+
+        NotificationCenter.default.post(name: Self.objectsDidChangeNotification, object: self, userInfo: [
+            NotificationKey.updatedObjects: refreshed,
+            NotificationKey.refreshedObjects: refreshed,
+            NotificationKey.invalidatedObjects: invalidated,
+            NotificationKey.deletedObjects: invalidated,
+            NotificationKey.insertedObjects: Set<ManagedObject>(),
+        ])
+        NotificationCenter.default.post(name: Self.didMergeChangesObjectIDsNotification, object: self, userInfo: [
+            NotificationKey.insertedObjectIDs: changes.insertedObjectIDs,
+            NotificationKey.updatedObjectIDs: changes.updatedObjectIDs,
+            NotificationKey.deletedObjectIDs: changes.deletedObjectIDs,
+        ])
+    }
+
+    /// Gives an object a newer snapshot, keeping its own changes as the merge policy says.
+    func adopt(_ snapshot: Snapshot, into object: ManagedObject, changedElsewhere keys: Set<String>) {
+        let previous = object.snapshot
+        if !object.hasChanges {
+            object.values = keepingTransients(snapshot.values, of: object)
+            object.snapshot = snapshot
+            object.boxed = [:]
+            object.toMany = [:]
+            return
+        }
+        switch mergePolicy.type {
+        case .rollback:
+            object.values = keepingTransients(snapshot.values, of: object)
+            object.boxed = [:]
+            object.toMany = [:]
+            object.changedIndices = []
+            object.flags.remove(.updated)
+            updatedObjects.remove(object)
+        case .mergeByPropertyStoreTrump:
+            var values = snapshot.values
+            for index in object.changedIndices {
+                let name = object.entity.properties[index].name
+                let changedInStore = keys.contains(name) && (previous.map { $0.values[index] != snapshot.values[index] } ?? true)
+                if changedInStore {
+                    object.changedIndices.remove(index)
+                    object.boxed[index] = nil
+                    if object.entity.properties[index] is RelationshipDescription { object.toMany[index] = nil }
+                } else {
+                    values[index] = object.values[index]
+                }
+            }
+            object.values = keepingTransients(values, of: object)
+        case .error, .mergeByPropertyObjectTrump, .overwrite:
+            var values = snapshot.values
+            for index in object.changedIndices where index < values.count { values[index] = object.values[index] }
+            object.values = keepingTransients(values, of: object)
+        }
+        object.snapshot = snapshot
+        for (index, value) in object.toMany where !value.hasChanges { object.toMany[index] = nil }
+    }
+
+    private func keepingTransients(_ values: [Value], of object: ManagedObject) -> [Value] {
+        var values = values
+        for attribute in object.entity.attributes where attribute.isTransient && attribute.index < object.values.count {
+            values[attribute.index] = object.values[attribute.index]
+        }
+        return values
+    }
+
+    /// Removes IDs from an object's relationships without recording a change (they were deleted
+    /// and saved elsewhere).
+    private func forgetDestinations(_ gone: Set<ManagedObjectID>, in object: ManagedObject) {
+        guard !object.isFault else { return }
+        for relationship in object.entity.relationships {
+            if relationship.isToMany {
+                guard let value = object.toMany[relationship.index] else { continue }
+                if value.hasChanges {
+                    for id in gone where value.contains(id) { value.forget(id) }
+                } else if value.ids.contains(where: gone.contains) {
+                    object.toMany[relationship.index] = nil
+                }
+            } else if case .objectID(let id) = object.values[relationship.index], gone.contains(id) {
+                object.values[relationship.index] = .null
+                if var snapshot = object.snapshot, relationship.index < snapshot.values.count {
+                    snapshot.values[relationship.index] = .null
+                    object.snapshot = snapshot
+                }
+            }
+        }
+    }
+
+    private func refaultToManyRelationships(touchedBy changes: SaveChanges) {
+        var owners: [ManagedObjectID: Set<Int>] = [:]
+        for (id, snapshot) in changes.snapshots {
+            for relationship in snapshot.entity.relationships where !relationship.isToMany {
+                guard let inverse = relationship.inverseRelationship, inverse.isToMany,
+                      case .objectID(let owner) = snapshot.values[relationship.index] else { continue }
+                owners[owner, default: []].insert(inverse.index)
+                _ = id
+            }
+        }
+        if changes.snapshots.isEmpty && !(changes.insertedObjectIDs.isEmpty && changes.updatedObjectIDs.isEmpty) {
+            // Without rows, any loaded to-many may be stale.
+            for object in registered.values.map({ $0.takeUnretainedValue() }) where !object.isFault {
+                for (index, value) in object.toMany where !value.hasChanges { object.toMany[index] = nil }
+            }
+            return
+        }
+        for (owner, indices) in owners {
+            guard let object = registered[canonical(owner)]?.takeUnretainedValue() else { continue }
+            for index in indices where !(object.toMany[index]?.hasChanges ?? false) { object.toMany[index] = nil }
+        }
+        // Former owners of moved objects: their loaded sets may still list them.
+        let moved = changes.updatedObjectIDs
+        if !moved.isEmpty {
+            for object in registered.values.map({ $0.takeUnretainedValue() }) where !object.isFault {
+                for (index, value) in object.toMany where !value.hasChanges && value.isLoaded && value.ids.contains(where: moved.contains) {
+                    object.toMany[index] = nil
+                }
+            }
+        }
+    }
+}
+
+extension RelationshipValue {
+    /// Drops an ID without recording a change.
+    func forget(_ id: ManagedObjectID) {
+        _ = remove(id)
+        dropPending(id)
+    }
+}

@@ -1,0 +1,270 @@
+import Foundation
+
+/// How a context resolves conflicts at save: optimistic-locking conflicts (another context saved
+/// the same objects since they were read) and uniqueness-constraint conflicts (`NSMergePolicy`).
+///
+/// ```swift
+/// context.mergePolicy = .mergeByPropertyObjectTrump
+/// ```
+public final class MergePolicy: Sendable, CustomStringConvertible, Equatable {
+    /// The kinds of policy.
+    public enum PolicyType: Sendable, Hashable {
+        /// The save throws ``ObjectGraphError/mergeConflict`` (or `.constraintConflict`) listing every
+        /// conflict, and writes nothing.
+        case error
+        /// Property by property, the store's changes win over the context's.
+        case mergeByPropertyStoreTrump
+        /// Property by property, the context's changes win over the store's. For a uniqueness
+        /// conflict, the inserted object updates the existing row (an upsert).
+        case mergeByPropertyObjectTrump
+        /// The context's objects are written whole over the store's rows.
+        case overwrite
+        /// The context's conflicting changes are discarded; the store's state wins.
+        case rollback
+    }
+
+    public let type: PolicyType
+
+    public init(merge type: PolicyType) { self.type = type }
+
+    public static let error = MergePolicy(merge: .error)
+    public static let mergeByPropertyStoreTrump = MergePolicy(merge: .mergeByPropertyStoreTrump)
+    public static let mergeByPropertyObjectTrump = MergePolicy(merge: .mergeByPropertyObjectTrump)
+    public static let overwrite = MergePolicy(merge: .overwrite)
+    public static let rollback = MergePolicy(merge: .rollback)
+
+    public var description: String { "MergePolicy(\(type))" }
+    public static func == (lhs: MergePolicy, rhs: MergePolicy) -> Bool { lhs.type == rhs.type }
+}
+
+/// One optimistic-locking conflict found at save (`NSMergeConflict`).
+public struct MergeConflict: Sendable, CustomStringConvertible {
+    /// The conflicting object.
+    public let objectID: ManagedObjectID
+    /// The object's values in the saving context.
+    public let objectSnapshot: [String: any Sendable]
+    /// The values the saving context last read (nil for an object it inserted).
+    public let cachedSnapshot: [String: any Sendable]?
+    /// The values in the store now; nil when the row was deleted.
+    public let persistedSnapshot: [String: any Sendable]?
+    /// The version the saving context read, and the store's version now (0 when deleted).
+    public let oldVersionNumber: Int64
+    public let newVersionNumber: Int64
+
+    public var description: String {
+        "MergeConflict(\(objectID), read version \(oldVersionNumber), store version \(persistedSnapshot == nil ? "deleted" : String(newVersionNumber)))"
+    }
+}
+
+extension Snapshot {
+    /// The snapshot as a dictionary of public values by key (to-one relationships as object IDs).
+    var dictionary: [String: any Sendable] {
+        var result: [String: any Sendable] = [:]
+        for property in entity.properties where property.index < values.count {
+            let value = values[property.index]
+            if let attribute = property as? AttributeDescription {
+                if let v = value.sendableValue(for: attribute.attributeType) { result[attribute.name] = v }
+            } else if case .objectID(let id) = value {
+                result[property.name] = id
+            }
+        }
+        return result
+    }
+}
+
+extension Value {
+    func sendableValue(for type: AttributeType) -> (any Sendable)? {
+        switch self {
+        case .null: nil
+        case .int(let v):
+            switch type {
+            case .integer16: Int16(truncatingIfNeeded: v)
+            case .integer32: Int32(truncatingIfNeeded: v)
+            default: v
+            }
+        case .double(let v): type == .float ? Float(v) : v
+        case .bool(let v): v
+        case .decimal(let v): v
+        case .string(let v): v
+        case .date(let v): v
+        case .data(let v): v
+        case .uuid(let v): v
+        case .url(let v): v
+        case .objectID(let v): v
+        }
+    }
+}
+
+extension ManagedObjectContext {
+    /// Resolves optimistic-locking conflicts by the merge policy, adjusting the objects so that a
+    /// new save request can be made. Throws when the policy is `.error`.
+    func resolve(_ conflicts: [VersionConflict]) throws {
+        if mergePolicy.type == .error { throw mergeConflictError(conflicts) }
+        for conflict in conflicts {
+            guard let object = registered[canonical(conflict.id)]?.takeUnretainedValue() else { continue }
+            guard let persisted = conflict.persisted else {
+                // Deleted in the store.
+                if object.isDeleted || mergePolicy.type == .rollback || mergePolicy.type == .mergeByPropertyStoreTrump {
+                    insertedObjects.remove(object)
+                    updatedObjects.remove(object)
+                    deletedObjects.remove(object)
+                    unregister(object)
+                    object.flags = [.invalid]
+                } else {
+                    // The context's object wins: written again, under its ID.
+                    object.snapshot = nil
+                    object.changedIndices = []
+                    object.flags.remove(.updated)
+                    object.flags.insert(.inserted)
+                    updatedObjects.remove(object)
+                    insertedObjects.insert(object)
+                    retained.insert(object)
+                }
+                continue
+            }
+            if object.isDeleted {
+                if mergePolicy.type == .rollback {
+                    deletedObjects.remove(object)
+                    object.flags.remove([.deleted, .pendingDelete])
+                    object.values = persisted.values
+                    object.changedIndices = []
+                    object.toMany = [:]
+                }
+                object.snapshot = persisted
+                continue
+            }
+            let previous = object.snapshot
+            switch mergePolicy.type {
+            case .error:
+                break
+            case .rollback:
+                object.values = persisted.values
+                object.boxed = [:]
+                object.toMany = [:]
+                object.changedIndices = []
+                object.flags.remove(.updated)
+                updatedObjects.remove(object)
+            case .overwrite:
+                for property in object.entity.properties {
+                    if let attribute = property as? AttributeDescription, attribute.isTransient { continue }
+                    if let relationship = property as? RelationshipDescription, relationship.isToMany { continue }
+                    object.changedIndices.insert(property.index)
+                }
+            case .mergeByPropertyObjectTrump:
+                for property in object.entity.properties where !object.changedIndices.contains(property.index) {
+                    if (property as? RelationshipDescription)?.isToMany == true { continue }
+                    object.values[property.index] = persisted.values[property.index]
+                    object.boxed[property.index] = nil
+                }
+            case .mergeByPropertyStoreTrump:
+                for property in object.entity.properties {
+                    if (property as? RelationshipDescription)?.isToMany == true { continue }
+                    let index = property.index
+                    let changedInStore = previous.map { $0.values[index] != persisted.values[index] } ?? true
+                    if changedInStore || !object.changedIndices.contains(index) {
+                        object.values[index] = persisted.values[index]
+                        object.boxed[index] = nil
+                        if changedInStore { object.changedIndices.remove(index) }
+                    }
+                }
+            }
+            object.snapshot = persisted
+        }
+    }
+
+    func mergeConflictError(_ conflicts: [VersionConflict]) -> ObjectGraphError {
+        var details: [MergeConflict] = []
+        let errors = conflicts.map { conflict -> ObjectGraphError in
+            let object = registered[canonical(conflict.id)]?.takeUnretainedValue()
+            let current = object.map { Snapshot(entity: $0.entity, version: $0.snapshot?.version ?? 0, values: $0.values).dictionary } ?? [:]
+            details.append(MergeConflict(
+                objectID: conflict.id, objectSnapshot: current, cachedSnapshot: object?.snapshot?.dictionary,
+                persistedSnapshot: conflict.persisted?.dictionary, oldVersionNumber: conflict.expectedVersion,
+                newVersionNumber: conflict.persisted?.version ?? 0))
+            let state = conflict.persisted.map { "the store has version \($0.version)" } ?? "the row was deleted"
+            return ObjectGraphError(
+                .mergeConflict,
+                "\(conflict.id) was changed by another context since context '\(debugName)' read it (read version \(conflict.expectedVersion), \(state))",
+                entityName: conflict.id.entityName, objectID: conflict.id)
+        }
+        var error = errors.count == 1 ? errors[0] : ObjectGraphError(
+            .mergeConflict, "\(errors.count) optimistic locking failures: " + errors.map(\.message).joined(separator: "; "),
+            objectID: errors[0].objectID, underlyingErrors: errors)
+        error.conflicts = details
+        return error
+    }
+
+    /// Resolves uniqueness conflicts between inserted objects and existing rows by the merge
+    /// policy: object trump and overwrite turn the insert into an update of the existing row (an
+    /// upsert); store trump and rollback make the inserted object the existing row, unchanged.
+    /// Conflicts within the save itself, or of updated objects, are not resolvable.
+    func resolve(_ conflicts: [ConstraintConflict], error: ObjectGraphError) throws {
+        guard mergePolicy.type != .error else { throw error }
+        for conflict in conflicts {
+            guard let existing = conflict.existing, !existing.isTemporaryID,
+                  let object = registered[canonical(conflict.objectID)]?.takeUnretainedValue() ?? insertedObjects.first(where: { $0.objectID == conflict.objectID }),
+                  object.isInserted,
+                  let persisted = try coordinator.fetchSnapshots([existing])[existing]
+            else { throw error }
+            coordinator.rowCache.release([existing])
+            if let other = registered[existing]?.takeUnretainedValue(), other !== object {
+                // The existing row was registered here as another object: the inserted one replaces it.
+                updatedObjects.remove(other)
+                unregister(other)
+                other.flags = [.invalid]
+            }
+            let temporary = object.objectID
+            registered[temporary] = nil
+            aliases[temporary] = existing
+            object.objectID = existing
+            registered[existing] = Unmanaged.passUnretained(object)
+            insertedObjects.remove(object)
+            object.flags.remove(.inserted)
+            object.snapshot = persisted
+            switch mergePolicy.type {
+            case .mergeByPropertyObjectTrump, .overwrite:
+                object.changedIndices = []
+                for property in object.entity.properties {
+                    if let attribute = property as? AttributeDescription, attribute.isTransient { continue }
+                    if let relationship = property as? RelationshipDescription, relationship.isToMany { continue }
+                    object.changedIndices.insert(property.index)
+                }
+                object.flags.insert(.updated)
+                updatedObjects.insert(object)
+            default:
+                var values = persisted.values
+                for attribute in object.entity.attributes where attribute.isTransient { values[attribute.index] = object.values[attribute.index] }
+                object.values = values
+                object.boxed = [:]
+                object.changedIndices = []
+                let relationshipChanges = object.toMany.values.contains(where: \.hasChanges)
+                if relationshipChanges {
+                    object.flags.insert(.updated)
+                    updatedObjects.insert(object)
+                }
+            }
+            retained.insert(object)
+        }
+    }
+}
+
+/// A uniqueness conflict found by a store: the saved object and the row that already has its values.
+struct ConstraintConflict: Sendable {
+    var objectID: ManagedObjectID
+    var existing: ManagedObjectID?
+}
+
+/// Thrown by stores for uniqueness conflicts; carries the conflicts so a policy can resolve them.
+struct ConstraintConflictError: Error {
+    var error: ObjectGraphError
+    var conflicts: [ConstraintConflict]
+}
+
+extension ConstraintConflictError {
+    static func make(_ errors: [ObjectGraphError], _ conflicts: [ConstraintConflict]) -> ConstraintConflictError {
+        let error = errors.count == 1 ? errors[0] : ObjectGraphError(
+            .constraintConflict, "\(errors.count) uniqueness constraint conflicts: " + errors.map(\.message).joined(separator: "; "),
+            entityName: errors[0].entityName, key: errors[0].key, objectID: errors[0].objectID, underlyingErrors: errors)
+        return ConstraintConflictError(error: error, conflicts: conflicts)
+    }
+}
