@@ -70,6 +70,7 @@ extension PredicateExpressions.KeyPath: TranslatableExpression {
             throw PredicateTranslator.unsupported(self, "key path \(keyPath) follows \(base.shapeName), not a stored property")
         }
         if let model = Root.Output.self as? any ManagedModel.Type {
+            if keyPath == model._objectIDKeyPath { return .path(path) }  // the object itself, compared by ID
             guard let name = model._managedPropertyName(for: keyPath) else {
                 throw PredicateTranslator.unsupported(
                     self, "\(keyPath) is not a stored property of @Managed class \(Root.Output.self) (computed and @Transient properties are not in the store)")

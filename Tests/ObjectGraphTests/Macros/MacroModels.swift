@@ -69,3 +69,8 @@ struct Geometry: Codable, Sendable, Equatable {
 @Managed final class Circle: Shape {
     var radius: Double = 1
 }
+
+/// An inverse that names an attribute of the destination: the model refuses it.
+@Managed final class Shelf: ManagedObject {
+    @Relationship(inverse: \Note.title) var notes: Set<Note> = []
+}

@@ -217,3 +217,51 @@ struct PredicateTranslationTests {
         #expect(notes.map(\.title) == ["Hello", "Héllo"])
     }
 }
+
+@Suite("#Predicate with captured objects and enums")
+struct PredicateCapturesTests {
+    @Test(arguments: [StoreKind.sqlite, .inMemory])
+    func capturedObjectsCompareByIdentityAndEnumsByRawValue(_ kind: StoreKind) throws {
+        let stack = try TestStack(kind, model: TestModels.typed())
+        let writer = stack.context("writer")
+        PredicateTranslationTests.populate(writer)
+        for (i, priority) in [Priority.low, .high, .high].enumerated() {
+            let sample = Sample(context: writer)
+            sample.priority = priority
+            sample.size = i == 0 ? nil : .small
+        }
+        try writer.save()
+        let context = stack.context()
+        let inbox = try #require(try context.fetch(FetchDescriptor<Folder>(predicate: #Predicate { $0.name == "Inbox" })).first)
+        let inboxID = inbox.objectID
+        let inInbox = try context.fetch(FetchDescriptor<Note>(predicate: #Predicate { $0.folder?.objectID == inboxID }))
+        #expect(Set(inInbox.map(\.title)) == ["Hello", "hello world", "apple"])
+        #expect(inInbox.allSatisfy { $0.folder?.objectID == inboxID })
+        let sql = try #require(try context.fetch(FetchDescriptor<Tag>(predicate: #Predicate { $0.name == "sql" })).first)
+        let sqlID = sql.objectID
+        let tagged = try context.fetch(FetchDescriptor<Note>(predicate: #Predicate { $0.tags.contains { $0.objectID == sqlID } }))
+        #expect(Set(tagged.map(\.title)) == ["hello world", "100% done"])
+
+        let high = Priority.high
+        #expect(try context.fetchCount(FetchDescriptor<Sample>(predicate: #Predicate { $0.priority == high })) == 2)
+        #expect(try context.fetchCount(FetchDescriptor<Sample>(predicate: #Predicate { $0.size == nil })) == 1)
+        #expect(try context.fetchCount(FetchDescriptor<Sample>(predicate: #Predicate { $0.priority != high })) == 1)
+    }
+
+    @Test func objectIDsEncodeAsURIsAndDecodeThroughACoordinator() throws {
+        let stack = try TestStack(.sqlite, model: TestModels.typed())
+        let context = stack.context()
+        let note = Note(context: context)
+        try context.save()
+        let data = try JSONEncoder().encode([note.objectID])
+        #expect(throws: DecodingError.self) { try JSONDecoder().decode([ManagedObjectID].self, from: data) }
+        let decoder = JSONDecoder()
+        decoder.userInfo[.persistentStoreCoordinator] = stack.coordinator
+        #expect(try decoder.decode([ManagedObjectID].self, from: data) == [note.objectID])
+    }
+
+    @Test func anInverseNamingAnAttributeMakesAnInvalidModel() {
+        let model = ManagedObjectModel(types: [Shelf.self, Folder.self, Note.self, Tag.self])
+        #expect(throws: ObjectGraphError.self) { try model.validate() }
+    }
+}
