@@ -11,7 +11,8 @@ import Foundation
 /// The predicate is translated to the same conditions as a ``FetchPredicate`` format, so it runs
 /// as SQL on an SQLite store and in memory on the other stores and over unsaved changes, with
 /// Swift's semantics on every store.
-public struct FetchDescriptor<T: ManagedObject> {
+/// A descriptor is a value that may cross queues (build it on one, fetch with it on another).
+public struct FetchDescriptor<T: ManagedObject>: @unchecked Sendable {  // immutable key paths of stored properties; Predicate is Sendable
     /// Which objects to fetch; nil for all.
     public var predicate: Predicate<T>?
     /// The order of the results.

@@ -205,6 +205,17 @@ struct PredicateTranslationTests {
         #expect(try context.fetch(descriptor).isEmpty)
     }
 
+    @Test func aDescriptorCrossesToAnotherQueue() async throws {
+        let stack = try TestStack(.sqlite, model: TestModels.typed())
+        let writer = stack.context("writer")
+        Self.populate(writer)
+        try writer.save()
+        let descriptor = FetchDescriptor<Note>(predicate: #Predicate { $0.rank > 4 }, sortBy: [SortDescriptor(\.rank)])
+        let worker = stack.privateContext()
+        let titles = try await worker.perform { try worker.fetch(descriptor).map(\.title) }
+        #expect(titles == ["Hello", "Zebra", "Héllo", "100% done"])
+    }
+
     @Test func coreDataStyleRequestsTakeSwiftPredicates() throws {
         let stack = try TestStack(.sqlite, model: TestModels.typed())
         let context = stack.context()
