@@ -1,44 +1,66 @@
 import ArgumentParser
 import Foundation
-import ObjectGraph
 
+/// `objectgraph bench`: every workload of issue 6 through ObjectGraph, the raw SQLite C API and
+/// GRDB, in one process, on the same file system, with the same pragmas; a table of medians,
+/// ratios, targets and peak memory.
+///
+/// ```sh
+/// swift run -c release objectgraph bench                      # the issue's sizes
+/// swift run -c release objectgraph bench --quick --json b.json
+/// swift run -c release objectgraph bench --only predicate --runs 7 --synchronous normal
+/// valgrind --tool=callgrind .build/release/objectgraph bench --quick --only fetch --runs 1 --side objectgraph
+/// ```
+///
+/// Each variant checks the others: a workload whose ways disagree on the rows they saw or on a
+/// checksum of the values is reported, and the command exits with a failure status. Missing a
+/// target is not a failure: nothing here asserts on time.
 struct Bench: ParsableCommand {
-    static let configuration = CommandConfiguration(abstract: "Measure insert and fetch throughput (the full three-way benchmark is tracked separately).")
+    static let configuration = CommandConfiguration(
+        abstract: "Compare ObjectGraph with the raw SQLite C API and GRDB, workload by workload (issue 6).",
+        subcommands: [BenchWorker.self])
 
-    @Flag(help: "Run smaller sizes.") var quick = false
+    @Flag(help: "Run small sizes: a smoke check that finishes in well under a minute.") var quick = false
+    @Option(help: "Timed runs of each workload, after one warm-up; the median is reported.") var runs = 3
+    @Option(help: "Run one workload: \(BenchWorkload.allCases.map(\.rawValue).joined(separator: ", ")).") var only: BenchWorkload?
+    @Option(help: "The synchronous pragma of all three ways: full or normal.") var synchronous = BenchSynchronous.full
+    @Option(help: "Also write the figures as JSON to this file.") var json: String?
+    @Flag(help: "Keep the folder of stores instead of removing it.") var keep = false
+    @Option(help: "Run one way only, to profile it (no ratios, no cross-checks): objectgraph, raw or grdb.") var side: BenchVariant?
+
+    func validate() throws {
+        if runs < 1 { throw ValidationError("--runs must be at least 1") }
+    }
 
     func run() throws {
-        let n = quick ? 10_000 : 100_000
-        let model = ManagedObjectModel(entities: [
-            EntityDescription(name: "Item", properties: (0..<10).map { .attribute("i\($0)", .integer64) }),
-        ])
-        let (directory, url) = try temporaryStoreURL("bench")
-        defer { try? FileManager.default.removeItem(at: directory) }
-        let coordinator = PersistentStoreCoordinator(managedObjectModel: model)
-        try coordinator.addPersistentStore(type: .sqlite, at: url)
-        let context = ManagedObjectContext(concurrencyType: .privateQueue)
-        context.persistentStoreCoordinator = coordinator
-        print("ObjectGraph bench — \(n) Item objects, ten Integer 64 attributes, SQLite WAL, synchronous=FULL")
-        print("(the three-way comparison with raw SQLite and GRDB is not yet built: only ObjectGraph's own figures are shown)")
-        try context.performAndWait {
-            let insert = try seconds {
-                for row in 0..<n {
-                    let item = context.insertNewObject(forEntityName: "Item")
-                    for k in 0..<10 { item.setValue(Int64(row), forKey: "i\(k)") }
-                }
-                try context.save()
-            }
-            context.reset()
-            var total: Int64 = 0
-            let fetch = try seconds {
-                let request = FetchRequest<ManagedObject>(entityName: "Item")
-                request.returnsObjectsAsFaults = false
-                for item in try context.fetch(request) {
-                    for k in 0..<10 { total &+= item.value(forKey: "i\(k)") as! Int64 }
-                }
-            }
-            print(String(format: "insert  %7d objects and save: %.3f s", n, insert))
-            print(String(format: "fetch   %7d objects, read all ten attributes: %.3f s (checksum %lld)", n, fetch, total))
+        let settings = BenchSettings(sizes: quick ? .quick : .full, synchronous: synchronous, runs: runs)
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("objectgraph-bench-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { if !keep { try? FileManager.default.removeItem(at: directory) } }
+
+        var report = BenchReport(settings: settings, quick: quick)
+        BenchLog.note(report.header)
+        BenchLog.note("stores in \(directory.path)")
+        let runner = try BenchRunner(settings: settings, directory: directory, variants: side.map { [$0] } ?? BenchVariant.allCases)
+        for workload in only.map({ [$0] }) ?? BenchWorkload.allCases {
+            report.rows += runner.rows(of: workload)
+        }
+        print(report.markdown())
+        if let json {
+            try report.json().write(to: URL(fileURLWithPath: json))
+            BenchLog.note("wrote \(json)")
+        }
+        if keep { BenchLog.note("stores kept in \(directory.path)") }
+        let failed = report.rows.filter { $0.failure != nil }
+        if !failed.isEmpty {
+            for row in failed { BenchLog.error("\(row.name): \(row.failure!)") }
+            throw ExitCode.failure
         }
     }
+}
+
+/// A benchmark failure, with a message that says what and where.
+struct BenchError: Error, CustomStringConvertible {
+    let description: String
+    init(_ description: String) { self.description = description }
 }

@@ -108,8 +108,30 @@ extension ManagedObjectContext {
         do { destinations = try coordinator.destinations(of: relationship, for: pending.map(\.objectID)) } catch {
             fatalError("ObjectGraph: could not read \(relationship.entity?.name ?? "").\(relationship.name) in context '\(debugName)': \(error)")
         }
+        // The store knows nothing of this context's unsaved changes; the relationship shows them:
+        // objects deleted here are hidden, and for a relationship stored through foreign keys the
+        // registered objects' own to-one values decide where they are listed.
+        let inverse = relationship.isForeignKeyDerived ? relationship.inverseRelationship : nil
+        var changedByOwner: [ManagedObjectID: [ManagedObjectID]] = [:]
+        if let inverse {
+            for changed in insertedObjects.union(updatedObjects) where !changed.isDeleted && !changed.isFault {
+                guard changed.entity.relationshipsByName[inverse.name] === inverse, let owner = changed.toOneID(inverse) else { continue }
+                changedByOwner[canonical(owner), default: []].append(changed.objectID)
+            }
+        }
         for object in pending {
-            object.relationshipValue(relationship).load(destinations[object.objectID] ?? [])
+            let owner = canonical(object.objectID)
+            var stored = (destinations[object.objectID] ?? []).filter { id in
+                guard let local = registered[canonical(id)]?.takeUnretainedValue() else { return true }
+                if local.isDeleted { return false }
+                if let inverse, !local.isFault { return local.toOneID(inverse).map(canonical) == owner }
+                return true
+            }
+            if let extra = changedByOwner[owner] {
+                let present = Set(stored)
+                stored += extra.filter { !present.contains($0) }
+            }
+            object.relationshipValue(relationship).load(stored)
         }
     }
 
@@ -133,6 +155,12 @@ extension ManagedObjectContext {
                 if let value = relationships[index] { object.toMany[index] = value }
             }
             object.changedIndices = changed
+            if !changed.isEmpty {
+                // Still changed: it stays in the save.
+                object.flags.insert(.updated)
+                updatedObjects.insert(object)
+                retained.insert(object)
+            }
             return
         }
         if object.isDeleted {
@@ -140,7 +168,34 @@ extension ManagedObjectContext {
             object.flags.remove([.deleted, .pendingDelete])
             pendingDeletes.removeAll { $0 === object }
         }
+        if !object.isFault { undoInverses(ofDiscardedToOneChangesIn: object) }
         turnIntoFault(object)
+    }
+
+    /// Puts the inverses of an object's unsaved to-one changes back as they were, before the changes
+    /// are discarded, so the related objects stay consistent with it.
+    private func undoInverses(ofDiscardedToOneChangesIn object: ManagedObject) {
+        for index in object.changedIndices {
+            guard let relationship = object.entity.properties[index] as? RelationshipDescription, !relationship.isToMany,
+                  let inverse = relationship.inverseRelationship else { continue }
+            let committed: ManagedObjectID? = object.snapshot.flatMap { if case .objectID(let id) = $0.values[index] { id } else { nil } }
+            let current = object.toOneID(relationship)
+            guard committed.map(canonical) != current.map(canonical) else { continue }
+            if let current, let owner = existingRegisteredOrFault(current) {
+                if inverse.isToMany {
+                    owner.removeDestination(object.objectID, from: inverse)
+                } else if owner.toOneID(inverse) == object.objectID {
+                    owner.setToOne(inverse, to: nil, maintainInverse: false)
+                }
+            }
+            if let committed, let owner = existingRegisteredOrFault(committed) {
+                if inverse.isToMany {
+                    owner.addDestination(object.objectID, to: inverse)
+                } else {
+                    owner.setToOne(inverse, to: object, maintainInverse: false)
+                }
+            }
+        }
     }
 
     /// Refreshes every registered object (unchanged objects become faults; changed ones keep their

@@ -243,33 +243,53 @@ extension ManagedObjectContext {
         }
     }
 
+    /// Brings loaded to-many relationships in line with the saved foreign keys: each saved object
+    /// (inserted or updated) is listed by its owner and by no other. Unchanged relationships that
+    /// may hold it simply reload when next used; relationships with unsaved changes are corrected
+    /// in place, without recording a change.
     private func refaultToManyRelationships(touchedBy changes: SaveChanges) {
-        var owners: [ManagedObjectID: Set<Int>] = [:]
-        for (id, snapshot) in changes.snapshots {
-            for relationship in snapshot.entity.relationships where !relationship.isToMany {
-                guard let inverse = relationship.inverseRelationship, inverse.isToMany,
-                      case .objectID(let owner) = snapshot.values[relationship.index] else { continue }
-                owners[owner, default: []].insert(inverse.index)
-                _ = id
-            }
-        }
-        if changes.snapshots.isEmpty && !(changes.insertedObjectIDs.isEmpty && changes.updatedObjectIDs.isEmpty) {
+        if changes.snapshots.isEmpty {
+            guard !(changes.insertedObjectIDs.isEmpty && changes.updatedObjectIDs.isEmpty) else { return }
             // Without rows, any loaded to-many may be stale.
             for object in registered.values.map({ $0.takeUnretainedValue() }) where !object.isFault {
                 for (index, value) in object.toMany where !value.hasChanges { object.toMany[index] = nil }
             }
             return
         }
-        for (owner, indices) in owners {
-            guard let object = registered[canonical(owner)]?.takeUnretainedValue() else { continue }
-            for index in indices where !(object.toMany[index]?.hasChanges ?? false) { object.toMany[index] = nil }
+        // Loaded to-many relationships stored through foreign keys, by relationship.
+        var loaded: [ObjectIdentifier: [(ManagedObject, RelationshipValue)]] = [:]
+        for object in registered.values.map({ $0.takeUnretainedValue() }) where !object.isFault {
+            for (index, value) in object.toMany where value.isLoaded {
+                guard let relationship = object.entity.properties[index] as? RelationshipDescription,
+                      relationship.isForeignKeyDerived else { continue }
+                loaded[ObjectIdentifier(relationship), default: []].append((object, value))
+            }
         }
-        // Former owners of moved objects: their loaded sets may still list them.
-        let moved = changes.updatedObjectIDs
-        if !moved.isEmpty {
-            for object in registered.values.map({ $0.takeUnretainedValue() }) where !object.isFault {
-                for (index, value) in object.toMany where !value.hasChanges && value.isLoaded && value.ids.contains(where: moved.contains) {
-                    object.toMany[index] = nil
+        guard !loaded.isEmpty else { return }
+        for (id, snapshot) in changes.snapshots {
+            let local = registered[canonical(id)]?.takeUnretainedValue()
+            for relationship in snapshot.entity.relationships where !relationship.isToMany {
+                guard let inverse = relationship.inverseRelationship, inverse.isToMany,
+                      let owners = loaded[ObjectIdentifier(inverse)] else { continue }
+                // The owner as this context sees it: its own unsaved value wins over the saved one.
+                let owner: ManagedObjectID?
+                if let local, local.managedObjectContext === self, local.isDeleted {
+                    owner = nil  // deleted here, not saved yet: listed by no one
+                } else if let local, !local.isFault, local.managedObjectContext === self {
+                    owner = local.toOneID(relationship).map(canonical)
+                } else if case .objectID(let saved) = snapshot.values[relationship.index] {
+                    owner = canonical(saved)
+                } else {
+                    owner = nil
+                }
+                let member = canonical(id)
+                for (object, value) in owners {
+                    let isOwner = canonical(object.objectID) == owner
+                    if value.contains(member) && !isOwner {
+                        if value.hasChanges { value.forget(member) } else { object.toMany[inverse.index] = nil }
+                    } else if !value.contains(member) && isOwner {
+                        if value.hasChanges { value.insertSilently(member) } else { object.toMany[inverse.index] = nil }
+                    }
                 }
             }
         }
@@ -280,6 +300,12 @@ extension RelationshipValue {
     /// Drops an ID without recording a change.
     func forget(_ id: ManagedObjectID) {
         _ = remove(id)
+        dropPending(id)
+    }
+
+    /// Adds an ID without recording a change (it was added and saved elsewhere).
+    func insertSilently(_ id: ManagedObjectID) {
+        _ = add(id)
         dropPending(id)
     }
 }

@@ -14,6 +14,8 @@ extension ManagedObjectContext {
     ///   retry can succeed.
     public func save() throws {
         assertOnQueue("save()")
+        activityTracker?.saveStarted()
+        defer { activityTracker?.saveFinished() }
         processPendingChanges()
         guard !insertedObjects.isEmpty || !deletedObjects.isEmpty || updatedObjects.contains(where: \.hasChanges) else { return }
         if parent != nil {

@@ -92,6 +92,8 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
             else { persistentStoreCoordinator?.removeAutomaticMerging(self) }
         }
     }
+    /// Counts this context's blocks and saves in flight for its container (set right after init).
+    var activityTracker: ActivityTracker?
     /// Continuations of the `saves` streams handed out.
     let saveStreams = Mutex<[Int: AsyncStream<SaveChanges>.Continuation]>([:])
 
@@ -205,11 +207,14 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
     public func perform(_ block: @escaping @Sendable () -> Void) {
         switch concurrencyType {
         case .privateQueue, .mainQueue:
+            let tracker = activityTracker
+            tracker?.blockSubmitted()
             queue!.async { [self] in
                 EnteredContexts.with(self) {
                     block()
                     endOfBlock()
                 }
+                tracker?.blockFinished()
             }
         case .confinement:
             guard isOnQueue else {
@@ -255,6 +260,9 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
             endOfBlock()
             return result
         }
+        let tracker = activityTracker
+        tracker?.blockSubmitted()
+        defer { tracker?.blockFinished() }
         let result: Result<T, E> = await withCheckedContinuation { continuation in
             let run: @Sendable () -> Void = { [self] in
                 let result = EnteredContexts.with(self) {

@@ -137,6 +137,26 @@ struct SaveTests {
     }
 
     @Test(arguments: StoreKind.allCases)
+    func refreshingWithMergeKeepsUnsavedChangesInTheSave(_ kind: StoreKind) throws {
+        let stack = try TestStack(kind)
+        let writer = stack.context("writer")
+        let note = writer.insert("Note", ["title": "v1", "rank": 1])
+        try writer.save()
+        let other = stack.context("other")
+        try other.existingObject(with: note.objectID).setValue("v2", forKey: "title")
+        try other.save()
+        note.setValue(7, forKey: "rank")
+        writer.refresh(note, mergeChanges: true)
+        #expect(note.value(forKey: "title") as? String == "v2")
+        #expect(note.value(forKey: "rank") as? Int64 == 7)
+        #expect(note.isUpdated && writer.updatedObjects.contains(note))
+        try writer.save()
+        let stored = try stack.context("check").existingObject(with: note.objectID)
+        #expect(stored.value(forKey: "title") as? String == "v2")
+        #expect(stored.value(forKey: "rank") as? Int64 == 7)
+    }
+
+    @Test(arguments: StoreKind.allCases)
     func aConflictingSaveThrowsAndWritesNothing(_ kind: StoreKind) throws {
         let stack = try TestStack(kind)
         let setup = stack.context("setup")

@@ -237,6 +237,17 @@ struct StoreTests {
         #expect(!(try context.all("Note").contains(saved[0])))
     }
 
+    @Test func theWriterRunsTheDurabilityAskedFor() throws {
+        let directory = TemporaryDirectory()
+        let coordinator = PersistentStoreCoordinator(managedObjectModel: TestModels.notes())
+        let full = try coordinator.addPersistentStore(type: .sqlite, at: directory.file("full.sqlite"))
+        #expect(try (full.backend as! SQLiteStore).synchronousLevel() == 2, "FULL by default")
+        let normal = try coordinator.addPersistentStore(
+            type: .sqlite, at: directory.file("normal.sqlite"), options: [PersistentStoreOption.durability: StoreDurability.normal])
+        #expect(try (normal.backend as! SQLiteStore).synchronousLevel() == 1)
+        #expect(normal.durability == .normal)
+    }
+
     @Test func declaredIndexesAreCreatedAndAddedToExistingStores() throws {
         let directory = TemporaryDirectory()
         let url = directory.file("indexed.sqlite")

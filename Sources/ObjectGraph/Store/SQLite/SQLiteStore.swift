@@ -54,6 +54,26 @@ final class SQLiteStore: StoreBackend {
         } catch {
             throw Self.translate(error, url: url, while: "opening the SQLite store")
         }
+        // GRDB sets `synchronous = NORMAL` on the writer when it switches the pool to WAL, after
+        // `prepareDatabase` ran: set the durability asked for again, and check it took.
+        if !readOnly {
+            do {
+                let level = try pool.writeWithoutTransaction { db -> Int in
+                    try db.execute(sql: "PRAGMA synchronous = \(synchronous)")
+                    return try Int.fetchOne(db, sql: "PRAGMA synchronous") ?? -1
+                }
+                let expected = durability == .full ? 2 : 1
+                if level != expected {
+                    try? pool.close()
+                    throw ObjectGraphError(.io, "The SQLite store at \(path) refused synchronous = \(synchronous) (it reports \(level))", url: url)
+                }
+            } catch let error as ObjectGraphError {
+                throw error
+            } catch {
+                try? pool.close()
+                throw Self.translate(error, url: url, while: "setting the store's durability")
+            }
+        }
         var layouts: [Int: SQLiteTableLayout] = [:]
         for root in model.entitiesByCode where root.superentity == nil {
             layouts[root.entityCode] = SQLiteTableLayout(root: root, schema: schema)
@@ -549,6 +569,11 @@ final class SQLiteStore: StoreBackend {
 
     func close() throws {
         try pool.close()
+    }
+
+    /// The writer's `PRAGMA synchronous` (2 = FULL, 1 = NORMAL), for diagnostics and tests.
+    func synchronousLevel() throws -> Int {
+        try pool.writeWithoutTransaction { db in try Int.fetchOne(db, sql: "PRAGMA synchronous") ?? -1 }
     }
 
     /// The names of the indexes in the file (for diagnostics and tests).

@@ -1,0 +1,73 @@
+import ArgumentParser
+import Foundation
+import ObjectGraph
+
+/// The `synchronous` pragma every way of the benchmark uses: stated in the output, the same for
+/// ObjectGraph, the raw SQLite C API and GRDB.
+enum BenchSynchronous: String, CaseIterable, Codable, Sendable, ExpressibleByArgument {
+    /// `synchronous = FULL`: an acknowledged commit survives power loss (ObjectGraph's default).
+    case full
+    /// `synchronous = NORMAL`: an acknowledged commit survives a crash of the process.
+    case normal
+
+    /// The pragma's value, as SQL spells it.
+    var pragmaValue: String { rawValue.uppercased() }
+
+    /// What `PRAGMA synchronous` reads back: 2 for FULL, 1 for NORMAL.
+    var pragmaNumber: Int { self == .full ? 2 : 1 }
+
+    /// The ObjectGraph store option with the same meaning.
+    var durability: StoreDurability { self == .full ? .full : .normal }
+}
+
+/// How big each workload is: the sizes, or small ones for a smoke check (`--quick`).
+struct BenchSizes: Codable, Sendable {
+    /// Objects inserted and saved by `insert`.
+    var insert: Int
+    /// Rows read by `fetch`, and the rows `fault` and `cachehit` pick from.
+    var fetch: Int
+    /// Objects read at random by `fault` and materialised from the row cache by `cachehit`.
+    var randomReads: Int
+    /// Rows iterated by `batched`.
+    var batched: Int
+    /// `fetchBatchSize` of `batched`.
+    var batchSize: Int
+    /// Rows of the `predicate` table.
+    var predicateRows: Int
+    /// Queries (each with its own prefix) in one timed run of `predicate`.
+    var predicateQueries: Int
+    /// Objects changed in one save by `update`, and the size of its table.
+    var update: Int
+    /// Saves of one change each by `update`.
+    var singleSaves: Int
+    /// Batches the `readwrite` writer saves in each phase.
+    var readWriteBatches: Int
+    /// Objects in one `readwrite` batch.
+    var readWriteBatchSize: Int
+    /// Concurrent readers of `readwrite`.
+    var readers: Int
+    /// Queries each `readwrite` reader runs when the writer is idle.
+    var idleQueriesPerReader: Int
+    /// Objects changed in the background and merged by `merge`.
+    var merge: Int
+
+    /// The sizes of the table.
+    static let full = BenchSizes(
+        insert: 100_000, fetch: 200_000, randomReads: 20_000, batched: 1_000_000, batchSize: 100,
+        predicateRows: 500_000, predicateQueries: 100, update: 10_000, singleSaves: 10_000,
+        readWriteBatches: 20, readWriteBatchSize: 1_000, readers: 4, idleQueriesPerReader: 250, merge: 10_000)
+
+    /// Small sizes: every workload runs, in well under a minute.
+    static let quick = BenchSizes(
+        insert: 5_000, fetch: 10_000, randomReads: 2_000, batched: 50_000, batchSize: 100,
+        predicateRows: 20_000, predicateQueries: 20, update: 1_000, singleSaves: 300,
+        readWriteBatches: 4, readWriteBatchSize: 1_000, readers: 4, idleQueriesPerReader: 50, merge: 1_000)
+}
+
+/// Everything a run of the benchmark is configured with.
+struct BenchSettings: Codable, Sendable {
+    var sizes: BenchSizes
+    var synchronous: BenchSynchronous
+    /// Timed runs of each workload (after one warm-up run); the median is reported.
+    var runs: Int
+}

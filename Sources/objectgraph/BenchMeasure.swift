@@ -1,0 +1,92 @@
+import Foundation
+
+#if os(Linux)
+/// glibc's `malloc_trim` (in `<malloc.h>`, which the Glibc module does not import).
+@_silgen_name("malloc_trim")
+private func mallocTrim(_ pad: Int) -> Int32
+#endif
+
+/// Wall-clock timing of the work a workload names, and nothing else.
+enum BenchClock {
+    /// The seconds `body` takes.
+    static func seconds(_ body: () throws -> Void) rethrows -> Double {
+        let clock = ContinuousClock()
+        let start = clock.now
+        try body()
+        return (clock.now - start).seconds
+    }
+
+    /// The seconds `body` takes, with what it returned.
+    static func measure<T>(_ body: () throws -> T) rethrows -> (seconds: Double, value: T) {
+        let clock = ContinuousClock()
+        let start = clock.now
+        let value = try body()
+        return ((clock.now - start).seconds, value)
+    }
+}
+
+extension Duration {
+    /// The duration in seconds, as a `Double`.
+    var seconds: Double {
+        let (s, attoseconds) = components
+        return Double(s) + Double(attoseconds) * 1e-18
+    }
+}
+
+/// Order statistics of timings.
+enum BenchStatistics {
+    /// The median (the mean of the two middle values for an even count); nil when empty.
+    static func median(_ values: [Double]) -> Double? {
+        guard !values.isEmpty else { return nil }
+        let sorted = values.sorted()
+        let middle = sorted.count / 2
+        return sorted.count % 2 == 1 ? sorted[middle] : (sorted[middle - 1] + sorted[middle]) / 2
+    }
+
+    /// The `p`-th percentile (0...100) by the nearest-rank method; nil when empty.
+    static func percentile(_ p: Double, of values: [Double]) -> Double? {
+        guard !values.isEmpty else { return nil }
+        let sorted = values.sorted()
+        let rank = Int((p / 100 * Double(sorted.count)).rounded(.up))
+        return sorted[min(max(rank, 1), sorted.count) - 1]
+    }
+}
+
+/// The process's resident memory, from `/proc/self/status` (Linux).
+///
+/// The peak (`VmHWM`) is reset through `/proc/self/clear_refs` before a measurement, so that each
+/// measurement sees its own peak; freed heap is returned to the system first (`malloc_trim`), so
+/// that the baseline is what the process really holds.
+enum BenchMemory {
+    /// Resident set size now, in bytes (nil where `/proc` is unavailable).
+    static var residentBytes: Int? { field("VmRSS") }
+
+    /// Peak resident set size since start or the last `resetPeak()`, in bytes.
+    static var peakBytes: Int? { field("VmHWM") }
+
+    /// Returns freed heap to the system and resets the peak to the current resident size; returns
+    /// that size, the baseline of the measurement that follows.
+    @discardableResult
+    static func startMeasurement() -> Int? {
+        #if os(Linux)
+        _ = mallocTrim(0)
+        #endif
+        try? "5".write(toFile: "/proc/self/clear_refs", atomically: false, encoding: .utf8)
+        return residentBytes
+    }
+
+    /// The peak above `baseline` since `startMeasurement()`, in bytes.
+    static func peakAbove(_ baseline: Int?) -> Int? {
+        guard let baseline, let peak = peakBytes else { return nil }
+        return max(0, peak - baseline)
+    }
+
+    private static func field(_ name: String) -> Int? {
+        guard let status = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8) else { return nil }
+        for line in status.split(separator: "\n") where line.hasPrefix(name + ":") {
+            let digits = line.dropFirst(name.count + 1).filter(\.isNumber)
+            return Int(digits).map { $0 * 1024 }
+        }
+        return nil
+    }
+}

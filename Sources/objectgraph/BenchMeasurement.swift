@@ -1,0 +1,134 @@
+import Foundation
+
+/// One row of the table, as something to run: which workload it belongs to, its target, and what
+/// one run of it does on one side.
+struct BenchMeasurement {
+    /// The row's name (`fetch`, `predicate_limit7`, ...).
+    let name: String
+    let workload: BenchWorkload
+    /// What is timed, as the table says it.
+    let summary: String
+    let target: BenchTarget
+    /// Whether each side runs it in a child process of its own, so that its memory peak is its own.
+    var inChildProcess = false
+    /// One run on one side; `run` is 0 for the warm-up, then 1...runs. nil when the side cannot run
+    /// it yet (the ObjectGraph feature does not exist).
+    let run: (any BenchSide, _ run: Int) throws -> BenchSample?
+    /// After the runs, a figure read back from each side's store, which must be equal on all sides.
+    var verify: ((any BenchSide) throws -> Int64)?
+
+    /// The rows of a workload.
+    static func of(_ workload: BenchWorkload, sizes: BenchSizes) -> [BenchMeasurement] {
+        switch workload {
+        case .insert:
+            return [BenchMeasurement(
+                name: "insert", workload: workload, summary: "insert \(sizes.insert.grouped) objects and save",
+                target: .ratios(raw: 1.5, grdb: 1.0)) { side, _ in
+                try side.insert(count: sizes.insert)
+            }]
+        case .fetch:
+            return [BenchMeasurement(
+                name: "fetch", workload: workload,
+                summary: "fetch \(sizes.fetch.grouped) objects fully materialised, read all ten attributes",
+                target: .ratios(raw: 2.0, grdb: 1.0)) { side, _ in
+                try side.fetch(rows: sizes.fetch)
+            }]
+        case .fault:
+            let picks = BenchData.picks(sizes.randomReads, of: sizes.fetch)
+            return [BenchMeasurement(
+                name: "fault", workload: workload,
+                summary: "fetch \(sizes.fetch.grouped) as faults, then read one attribute of \(sizes.randomReads.grouped) random ones (raw, GRDB: those rows by primary key)",
+                target: .ratios(raw: 1.5, rawName: "raw point lookups")) { side, _ in
+                try side.fault(rows: sizes.fetch, picks: picks)
+            }]
+        case .cachehit:
+            let picks = BenchData.picks(sizes.randomReads, of: sizes.fetch)
+            return [BenchMeasurement(
+                name: "cachehit", workload: workload,
+                summary: "a second context materialises \(sizes.randomReads.grouped) objects already in the row cache (raw, GRDB: those rows by primary key)",
+                target: .ratios(raw: 0.5, rawName: "raw point lookups")) { side, _ in
+                try side.cacheHit(rows: sizes.fetch, picks: picks)
+            }]
+        case .batched:
+            return [BenchMeasurement(
+                name: "batched", workload: workload,
+                summary: "iterate \(sizes.batched.grouped) rows with fetchBatchSize = \(sizes.batchSize), reading all ten attributes (raw, GRDB: one statement, a cursor)",
+                target: .batched(maximumMiB: 64, perRowRatio: 1.5), inChildProcess: true
+            ) { side, _ in
+                try side.batched(rows: sizes.batched, batchSize: sizes.batchSize)
+            }]
+        case .predicate:
+            let prefixes = BenchData.prefixes(sizes.predicateQueries)
+            return [
+                BenchMeasurement(
+                    name: "predicate_limit7", workload: workload,
+                    summary: "\(sizes.predicateRows.grouped) rows (name TEXT indexed, score INT): name BEGINSWITH %@ sorted by score, limit 7; \(sizes.predicateQueries) prefixes",
+                    target: .ratios(raw: 1.5)) { side, _ in
+                    try side.predicate(rows: sizes.predicateRows, prefixes: prefixes, limit: 7)
+                },
+                BenchMeasurement(
+                    name: "predicate_nolimit", workload: workload,
+                    summary: "the same with no limit (about \(sizes.predicateRows / 676) rows a query)",
+                    target: .ratios(raw: 2.0)) { side, _ in
+                    try side.predicate(rows: sizes.predicateRows, prefixes: prefixes, limit: 0)
+                },
+            ]
+        case .update:
+            let verify: (any BenchSide) throws -> Int64 = { side in try side.updateStoreChecksum(rows: sizes.update) }
+            return [
+                BenchMeasurement(
+                    name: "update_one_save", workload: workload, summary: "\(sizes.update.grouped) objects changed in one save",
+                    target: .ratios(raw: 2.0), run: { side, _ in
+                    try side.updateInOneSave(rows: sizes.update)
+                }, verify: verify),
+                BenchMeasurement(
+                    name: "update_separate_saves", workload: workload,
+                    summary: "\(sizes.singleSaves.grouped) saves of one change each", target: .ratios(raw: 1.2), run: { side, _ in
+                    try side.updateInSeparateSaves(rows: sizes.update, saves: sizes.singleSaves)
+                }, verify: verify),
+            ]
+        case .readwrite:
+            let prefixes = BenchData.prefixes(64, variant: 1)
+            return [BenchMeasurement(
+                name: "readwrite", workload: workload,
+                summary: "a writer saves \(sizes.readWriteBatches) batches of \(sizes.readWriteBatchSize.grouped) objects while \(sizes.readers) readers run predicate_limit7 (time: reader p99)",
+                target: .readWrite) { side, run in
+                let participants = try side.readWriteParticipants(
+                    rows: sizes.predicateRows, readers: sizes.readers, batchSize: sizes.readWriteBatchSize)
+                return try BenchReadWrite.run(
+                    participants, batches: sizes.readWriteBatches, batchSize: sizes.readWriteBatchSize,
+                    firstBatch: run * 2 * sizes.readWriteBatches, idleQueriesPerReader: sizes.idleQueriesPerReader,
+                    prefixes: prefixes)
+            }]
+        case .merge:
+            return [BenchMeasurement(
+                name: "merge", workload: workload,
+                summary: "a background context changes \(sizes.merge.grouped) objects registered in the main context; time mergeChanges (raw, GRDB: re-fetch the changed rows)",
+                target: .merge(objects: sizes.merge)) { side, _ in
+                try side.merge(rows: sizes.merge)
+            }]
+        }
+    }
+
+    /// One run on one side, under a fresh memory baseline: the sample and the peak resident memory
+    /// above the baseline; nil when the side cannot run it yet.
+    func runOnce(on side: any BenchSide, index: Int) throws -> (sample: BenchSample, peakBytes: Int?)? {
+        let baseline = BenchMemory.startMeasurement()
+        guard let sample = try run(side, index) else { return nil }
+        return (sample, BenchMemory.peakAbove(baseline))
+    }
+
+    /// The warm-up and the timed runs on one side: the samples (warm-up first) and the highest
+    /// peak above baseline of any run. No samples: not yet.
+    func runs(on side: any BenchSide, settings: BenchSettings) throws -> (samples: [BenchSample], peakBytes: Int?) {
+        try side.prepare(workload, sizes: settings.sizes)
+        var samples: [BenchSample] = []
+        var peak: Int?
+        for index in 0...settings.runs {
+            guard let (sample, bytes) = try runOnce(on: side, index: index) else { return ([], nil) }
+            samples.append(sample)
+            peak = max(peak ?? 0, bytes ?? 0)
+        }
+        return (samples, peak)
+    }
+}

@@ -1,0 +1,169 @@
+import Foundation
+
+/// Runs measurements on the three sides (interleaved run by run, or in child processes) and turns
+/// their samples into rows of the report, checking that the three did the same work.
+final class BenchRunner {
+    let settings: BenchSettings
+    let directory: URL
+    let sides: [any BenchSide]
+    /// ObjectGraph's median seconds per row of `fetch`: the reference of `batched`.
+    private var fetchSecondsPerRow: Double?
+
+    init(settings: BenchSettings, directory: URL, variants: [BenchVariant] = BenchVariant.allCases) throws {
+        self.settings = settings
+        self.directory = directory
+        sides = try variants.map { try Self.side($0, directory: directory, synchronous: settings.synchronous) }
+    }
+
+    /// The side of a way, working in its own folder under `directory`.
+    static func side(_ variant: BenchVariant, directory: URL, synchronous: BenchSynchronous) throws -> any BenchSide {
+        let folder = directory.appendingPathComponent(variant.rawValue)
+        switch variant {
+        case .objectGraph: return try ObjectGraphSide(directory: folder, synchronous: synchronous)
+        case .raw: return try RawSide(directory: folder, synchronous: synchronous)
+        case .grdb: return try GRDBSide(directory: folder, synchronous: synchronous)
+        }
+    }
+
+    /// The rows of a workload.
+    func rows(of workload: BenchWorkload) -> [BenchRow] {
+        if workload == .batched && fetchSecondsPerRow == nil {
+            BenchLog.note("batched: measuring fetch first, the reference of its per-row time")
+            _ = rows(of: .fetch)
+        }
+        return BenchMeasurement.of(workload, sizes: settings.sizes).map(row)
+    }
+
+    private func row(_ measurement: BenchMeasurement) -> BenchRow {
+        var row = BenchRow(name: measurement.name, summary: measurement.summary, target: measurement.target)
+        var problems: [String] = []
+        let results = measurement.inChildProcess
+            ? runInChildren(measurement, problems: &problems)
+            : runInterleaved(measurement, problems: &problems)
+        var samples: [BenchVariant: [BenchSample]] = [:]
+        for side in sides {
+            let variant = side.variant
+            guard let result = results[variant] else { continue }
+            if result.samples.isEmpty {
+                row.notYet.insert(variant)
+                BenchLog.note("\(measurement.name): \(variant.title): not yet")
+                continue
+            }
+            samples[variant] = result.samples
+            row.peakBytes[variant] = result.peakBytes
+            let timed = result.samples.dropFirst()
+            row.seconds[variant] = BenchStatistics.median(timed.map(\.seconds))
+            for key in Set(timed.flatMap(\.extra.keys)) {
+                row.extra["\(variant.rawValue)_\(key)"] = BenchStatistics.median(timed.compactMap { $0.extra[key] })
+            }
+            BenchLog.note("\(measurement.name): \(variant.title): median \(BenchReport.seconds(row.seconds[variant]!)) s")
+        }
+        problems += Self.mismatches(samples)
+        if let verify = measurement.verify {
+            problems += verifyStores(verify)
+        }
+        if measurement.name == "fetch", let seconds = row.seconds[.objectGraph] {
+            fetchSecondsPerRow = seconds / Double(settings.sizes.fetch)
+        }
+        if measurement.workload == .batched, let seconds = row.seconds[.objectGraph], let reference = fetchSecondsPerRow {
+            row.extra["objectgraph_per_row_vs_fetch"] = seconds / Double(settings.sizes.batched) / reference
+        }
+        if !problems.isEmpty {
+            row.failure = problems.joined(separator: "; ")
+            BenchLog.error("\(measurement.name): \(row.failure!)")
+        }
+        return row
+    }
+
+    /// The samples of every side and the highest peak above baseline of any of its runs.
+    private typealias SideResults = [BenchVariant: (samples: [BenchSample], peakBytes: Int?)]
+
+    /// Runs the measurement in this process, interleaving the sides run by run (in a rotating
+    /// order), so that a slow spell of this shared machine (its disk's fsync time varies tenfold)
+    /// falls on every side alike. Each run has its own memory baseline.
+    private func runInterleaved(_ measurement: BenchMeasurement, problems: inout [String]) -> SideResults {
+        var results: SideResults = [:]
+        var active: [any BenchSide] = []
+        for side in sides {
+            do {
+                BenchLog.note("\(measurement.name): preparing \(side.variant.title)…")
+                try side.prepare(measurement.workload, sizes: settings.sizes)
+                results[side.variant] = ([], nil)
+                active.append(side)
+            } catch {
+                problems.append("\(side.variant.title) failed: \(error)")
+            }
+        }
+        for index in 0...settings.runs {
+            BenchLog.note("\(measurement.name): \(index == 0 ? "warm-up" : "run \(index) of \(settings.runs)")")
+            let order = active.indices.map { active[($0 + index) % active.count] }
+            for side in order {
+                let variant = side.variant
+                do {
+                    guard let (sample, bytes) = try measurement.runOnce(on: side, index: index) else {
+                        active.removeAll { $0.variant == variant }  // not yet
+                        continue
+                    }
+                    results[variant]!.samples.append(sample)
+                    results[variant]!.peakBytes = max(results[variant]!.peakBytes ?? 0, bytes ?? 0)
+                } catch {
+                    problems.append("\(variant.title) failed: \(error)")
+                    results[variant] = nil
+                    active.removeAll { $0.variant == variant }
+                }
+            }
+        }
+        return results
+    }
+
+    /// Runs the measurement in a child process per side, one side after the other.
+    private func runInChildren(_ measurement: BenchMeasurement, problems: inout [String]) -> SideResults {
+        var results: SideResults = [:]
+        for side in sides {
+            BenchLog.note("\(measurement.name): \(side.variant.title), in a child process…")
+            do {
+                results[side.variant] = try BenchWorkerProcess.run(
+                    measurement, variant: side.variant, directory: directory, settings: settings, prepare: side)
+            } catch {
+                problems.append("\(side.variant.title) failed: \(error)")
+            }
+        }
+        return results
+    }
+
+    /// Where the ways disagree on what a run saw (rows or checksum), run by run.
+    static func mismatches(_ samples: [BenchVariant: [BenchSample]]) -> [String] {
+        guard let reference = BenchVariant.allCases.first(where: { samples[$0] != nil }), let expected = samples[reference] else { return [] }
+        var problems: [String] = []
+        for (variant, list) in samples where variant != reference {
+            for (index, (a, b)) in zip(expected, list).enumerated() where a.rows != b.rows || a.checksum != b.checksum {
+                problems.append(
+                    "run \(index): \(reference.title) saw \(a.rows) rows (checksum \(a.checksum)), \(variant.title) saw \(b.rows) rows (checksum \(b.checksum))")
+                break
+            }
+            if expected.count != list.count { problems.append("\(reference.title) ran \(expected.count) times, \(variant.title) \(list.count)") }
+        }
+        return problems
+    }
+
+    /// Reads the same figure back from each side's store; they must agree.
+    private func verifyStores(_ verify: (any BenchSide) throws -> Int64) -> [String] {
+        var values: [(BenchVariant, Int64)] = []
+        for side in sides {
+            do { values.append((side.variant, try verify(side))) } catch { return ["\(side.variant.title) could not be read back: \(error)"] }
+        }
+        guard let first = values.first, values.contains(where: { $0.1 != first.1 }) else { return [] }
+        return ["the stores disagree after the runs: " + values.map { "\($0.0.title) \($0.1)" }.joined(separator: ", ")]
+    }
+}
+
+/// Progress and errors, on standard error, so that standard output holds only the report.
+enum BenchLog {
+    static func note(_ text: String) {
+        FileHandle.standardError.write(Data("  · \(text)\n".utf8))
+    }
+
+    static func error(_ text: String) {
+        FileHandle.standardError.write(Data("error: \(text)\n".utf8))
+    }
+}

@@ -1,0 +1,82 @@
+import ArgumentParser
+import Foundation
+
+/// The three ways each workload runs.
+enum BenchVariant: String, CaseIterable, Codable, Sendable, ExpressibleByArgument {
+    /// ObjectGraph's public API.
+    case objectGraph = "objectgraph"
+    /// The SQLite C API: prepared statements, one transaction — the floor.
+    case raw
+    /// GRDB's record API: what a Swift user would pick instead.
+    case grdb
+
+    var title: String {
+        switch self {
+        case .objectGraph: "ObjectGraph"
+        case .raw: "raw SQLite"
+        case .grdb: "GRDB"
+        }
+    }
+}
+
+/// What one timed run did: how long the timed part took, and what it saw (rows and a checksum of
+/// the values read or written), so that the three ways can be checked against each other.
+struct BenchSample: Codable, Sendable {
+    var seconds: Double
+    var rows: Int
+    var checksum: Int64
+    /// Further figures of the run (`readwrite`'s percentiles, ObjectGraph's store statistics), by name.
+    var extra: [String: Double] = [:]
+}
+
+/// One way of running the workloads: ObjectGraph, the raw SQLite C API or GRDB.
+///
+/// Each method prepares what it needs untimed (stores are seeded once, on first use, and kept in
+/// the side's folder), times only the work the table names, and returns what it saw.
+/// The sides never share a file; each uses the same `synchronous` setting and WAL.
+protocol BenchSide: AnyObject {
+    var variant: BenchVariant { get }
+
+    /// Seeds (once) the stores `workload` reads, so that seeding is outside every measurement.
+    func prepare(_ workload: BenchWorkload, sizes: BenchSizes) throws
+
+    /// Inserts `count` items into a new, empty store and saves them. Timed: the inserts and the save.
+    func insert(count: Int) throws -> BenchSample
+
+    /// Reads every row of the `rows`-item store into objects and reads their ten attributes.
+    func fetch(rows: Int) throws -> BenchSample
+
+    /// ObjectGraph: fetches the `rows` items as faults, then reads `i0` of the objects at `picks`.
+    /// The others: reads the rows `picks` by primary key (the floor the faults are held to).
+    func fault(rows: Int, picks: [Int]) throws -> BenchSample
+
+    /// ObjectGraph: a second context materialises the objects at `picks`, whose rows another
+    /// context already put in the row cache (untimed), and reads their ten attributes.
+    /// The others: reads the rows `picks` by primary key.
+    func cacheHit(rows: Int, picks: [Int]) throws -> BenchSample
+
+    /// Iterates the `rows`-item store `batchSize` rows at a time, reading all ten attributes.
+    func batched(rows: Int, batchSize: Int) throws -> BenchSample
+
+    /// Runs `name BEGINSWITH prefix` sorted by score (descending), once per prefix, with
+    /// `limit` (0: none), reading the name and score of each result.
+    func predicate(rows: Int, prefixes: [String], limit: Int) throws -> BenchSample
+
+    /// Changes `i0` of every item of the `rows`-item update store and saves once.
+    /// Timed: the changes and the save (the objects are fetched untimed).
+    func updateInOneSave(rows: Int) throws -> BenchSample
+
+    /// Changes `i0` of `saves` items of the update store, saving after each change.
+    func updateInSeparateSaves(rows: Int, saves: Int) throws -> BenchSample
+
+    /// The sum of `i0` over the update store, read back from the file: checks that the updates
+    /// really reached it.
+    func updateStoreChecksum(rows: Int) throws -> Int64
+
+    /// The readers and the writer of `readwrite`, on the `rows`-entry store.
+    func readWriteParticipants(rows: Int, readers: Int, batchSize: Int) throws -> BenchReadWriteParticipants
+
+    /// Something else changes `rows` items known to the reader; the reader brings them up to date.
+    /// nil when the ObjectGraph feature does not exist yet.
+    func merge(rows: Int) throws -> BenchSample?
+}
