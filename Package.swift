@@ -17,7 +17,11 @@ let package = Package(
     targets: [
         .target(
             name: "ObjectGraph",
-            dependencies: [.product(name: "GRDB", package: "GRDB.swift"), "ObjectGraphMacros"]
+            dependencies: [
+                .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "GRDBSQLite", package: "GRDB.swift"),  // the C API, for the hot paths
+                "ObjectGraphMacros",
+            ]
         ),
         .macro(
             name: "ObjectGraphMacros",
