@@ -126,18 +126,18 @@ extension ManagedObjectContext {
     /// Takes a child's push, on this (the parent's) queue: checks that the objects it updates or
     /// deletes are as the child read them, then applies it all, or nothing.
     func receivePush(_ push: Push, from child: ManagedObjectContext) throws -> PushOutcome {
-        let checked = (push.updated + push.deleted).filter { $0.base != nil }
+        // Every object updated or deleted must still exist here, and look as the child read it.
+        let checked = push.updated + push.deleted
         if !checked.isEmpty {
             let views = try viewSnapshots(for: checked.map(\.id), maximumAge: nil, retainingRows: false)
             var conflicts: [VersionConflict] = []
             for pushed in checked {
-                guard let base = pushed.base else { continue }
                 let local = registered[canonical(pushed.id)]?.takeUnretainedValue()
                 guard let view = views[pushed.id]?.snapshot, local?.isDeleted != true else {
-                    conflicts.append(VersionConflict(id: pushed.id, expectedVersion: base.version, persisted: nil))
+                    conflicts.append(VersionConflict(id: pushed.id, expectedVersion: pushed.base?.version ?? 0, persisted: nil))
                     continue
                 }
-                if !storesSameValues(base, view) {
+                if let base = pushed.base, !storesSameValues(base, view) {
                     conflicts.append(VersionConflict(id: pushed.id, expectedVersion: base.version, persisted: view))
                 }
             }

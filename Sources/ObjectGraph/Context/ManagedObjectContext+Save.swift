@@ -10,7 +10,7 @@ extension ManagedObjectContext {
     ///
     /// - Throws: ``ObjectGraphError/validation`` (with every failure in `underlyingErrors`),
     ///   ``ObjectGraphError/mergeConflict`` when another context saved the same objects since they
-    ///   were read, ``ObjectGraphError/constraintConflict``, ``ObjectGraphError/readOnly``, I/O
+    ///   were read (for a child: when its parent changed or deleted them since the child read them), ``ObjectGraphError/constraintConflict``, ``ObjectGraphError/readOnly``, I/O
     ///   errors. When a save throws, nothing is written and the context keeps its changes, so a
     ///   retry can succeed.
     public func save() throws {

@@ -58,7 +58,9 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
         get { _coordinator ?? parent?.persistentStoreCoordinator }
         set { _coordinator = newValue }
     }
-    /// The parent of a child context: saving pushes changes into it rather than a store.
+    /// The parent of a child context: saving pushes changes into it rather than a store, and
+    /// fetches and faults see its unsaved changes (see <doc:NestedContexts>). Setting it is
+    /// configuration: do it right after `init`. A parent must be a queue-based context.
     public var parent: ManagedObjectContext? {
         didSet {
             if parent != nil { _coordinator = nil }
@@ -87,7 +89,8 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
     /// How conflicts found at save are resolved: ``MergePolicy/error`` (the default) throws.
     public var mergePolicy: MergePolicy = .error
     /// Whether the context merges the saves of its parent (for a child) or, for a context on a
-    /// coordinator, of the other contexts on the same coordinator, as they happen.
+    /// coordinator, of the other contexts on the same coordinator, as they happen. A child also
+    /// follows the pushes of its siblings into the parent, and what the parent merges.
     public var automaticallyMergesChangesFromParent = false {
         didSet {
             guard automaticallyMergesChangesFromParent != oldValue else { return }
@@ -406,6 +409,11 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
         register(object)
         guard try loadSnapshot(for: object) else {
             unregister(object)
+            if id.isTemporaryID {
+                throw ObjectGraphError(
+                    .temporaryObjectID, "The ID \(id) is temporary and no context of the chain of '\(debugName)' has its object",
+                    entityName: id.entityName, objectID: id)
+            }
             throw ObjectGraphError(.objectNotFound, "No \(id.entityName) with ID \(id) exists in the store", entityName: id.entityName, objectID: id)
         }
         return object
