@@ -7,7 +7,7 @@ struct ObjectGraphCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "objectgraph",
         abstract: "Core Data's object graph, in Swift, on Linux.",
-        subcommands: [Demo.self, Bench.self, Misuse.self])
+        subcommands: [Demo.self, Bench.self, Misuse.self, Crash.self])
 }
 
 /// The model the demo and the benchmark use.
