@@ -146,3 +146,27 @@ struct CrashTests {
         #expect(try CrashScenario.check(expected).saves == [0: 1])
     }
 }
+
+@Suite("Crash store check")
+struct CrashCheckTests {
+    let directory = TemporaryDirectory()
+
+    @Test("The store check catches a save that is only partly there")
+    func checkCatchesPartialSaves() throws {
+        let url = directory.file("partial.sqlite")
+        let coordinator = PersistentStoreCoordinator(managedObjectModel: CrashScenario.model())
+        let store = try coordinator.addPersistentStore(type: .sqlite, at: url)
+        let context = ManagedObjectContext(concurrencyType: .confinement)
+        context.persistentStoreCoordinator = coordinator
+        // Save 0 of context 0, written as if its last note had not made it.
+        let count = CrashScenario.notes(context: 0, save: 0)
+        let folder = context.insert("Folder", ["name": "0.0", "context": 0, "index": 0, "count": count])
+        for j in 0..<(count - 1) { _ = context.insert("Note", ["title": "0.0.\(j)", "rank": j, "folder": folder]) }
+        _ = context.insert("Tally", ["context": 0, "saves": 1, "folders": 1, "notes": count])
+        try context.save()
+        try coordinator.removePersistentStore(store)
+        withKnownIssue("a note of save 0 is missing") {
+            _ = try CrashScenario.check(url)
+        }
+    }
+}
