@@ -221,7 +221,8 @@ final class ObjectGraphSide: BenchSide {
                 request.fetchBatchSize = batchSize
                 var checksum: Int64 = 0
                 var count = 0
-                for item in try context.fetch(request) {
+                // The batch-faulting results: primary keys, and one batch of objects at a time.
+                for item in try context.fetchBatched(request) {
                     checksum &+= BenchData.itemChecksum { item.value(forKey: BenchData.itemKeys[$0]) as! Int64 }
                     count += 1
                 }

@@ -208,6 +208,19 @@ public final class PersistentStoreCoordinator: Sendable, CustomStringConvertible
         }
     }
 
+    func fetchKeys(_ request: StoreFetchRequest) throws -> [(PersistentStore, [Int64], [Int32])] {
+        try access {
+            let stores = persistentStores
+            if stores.isEmpty {
+                throw ObjectGraphError(.noPersistentStore, "The coordinator has no persistent store to fetch \(request.entity.name) from", entityName: request.entity.name)
+            }
+            return try stores.map { store in
+                let (keys, codes) = try store.backend.fetchKeys(request, store: store)
+                return (store, keys, codes)
+            }
+        }
+    }
+
     func countRows(_ request: StoreFetchRequest) throws -> Int {
         try access {
             try persistentStores.reduce(0) { $0 + (try $1.backend.count(request, store: $1)) }

@@ -37,21 +37,21 @@ public final class EntityDescription: @unchecked Sendable, Hashable, CustomStrin
     /// The entities that inherit from this one.
     public internal(set) var subentities: [EntityDescription] = []
     /// All properties, inherited ones first.
-    public internal(set) var properties: [PropertyDescription] = []
-    public internal(set) var propertiesByName: [String: PropertyDescription] = [:]
-    public internal(set) var attributesByName: [String: AttributeDescription] = [:]
-    public internal(set) var relationshipsByName: [String: RelationshipDescription] = [:]
+    @exclusivity(unchecked) public internal(set) var properties: [PropertyDescription] = []
+    @exclusivity(unchecked) public internal(set) var propertiesByName: [String: PropertyDescription] = [:]
+    @exclusivity(unchecked) public internal(set) var attributesByName: [String: AttributeDescription] = [:]
+    @exclusivity(unchecked) public internal(set) var relationshipsByName: [String: RelationshipDescription] = [:]
 
-    var attributes: [AttributeDescription] = []
-    var relationships: [RelationshipDescription] = []
+    @exclusivity(unchecked) var attributes: [AttributeDescription] = []
+    @exclusivity(unchecked) var relationships: [RelationshipDescription] = []
     /// Attributes that are stored (not transient).
-    var storedAttributes: [AttributeDescription] = []
+    @exclusivity(unchecked) var storedAttributes: [AttributeDescription] = []
     /// The topmost entity of the inheritance tree; its objects share one table.
     unowned(unsafe) var rootEntity: EntityDescription! = nil
     /// The entity's number in the model (stable: entities sorted by name).
-    var entityCode: Int = 0
+    @exclusivity(unchecked) var entityCode: Int = 0
     /// This entity and every entity below it.
-    var selfAndDescendants: [EntityDescription] = []
+    @exclusivity(unchecked) var selfAndDescendants: [EntityDescription] = []
 
     /// Creates an entity.
     ///
@@ -85,6 +85,21 @@ public final class EntityDescription: @unchecked Sendable, Hashable, CustomStrin
 
     public static func == (lhs: EntityDescription, rhs: EntityDescription) -> Bool { lhs === rhs }
     public func hash(into hasher: inout Hasher) { hasher.combine(ObjectIdentifier(self)) }
+
+    /// Property names in index order, for lookups without hashing (small entities).
+    @exclusivity(unchecked) var propertyNames: [String] = []
+
+    /// The property named `key`, if any: a scan of the names for small entities (comparing small
+    /// strings is cheaper than hashing them), the dictionary otherwise.
+    @inline(__always)
+    func property(forKey key: String) -> PropertyDescription? {
+        let names = propertyNames
+        if names.count <= 16 {
+            for i in names.indices where names[i] == key { return properties[i] }
+            return nil
+        }
+        return propertiesByName[key]
+    }
 
     /// Whether this entity is `other` or inherits from it.
     public func isKindOf(entity other: EntityDescription) -> Bool {

@@ -124,6 +124,7 @@ public final class ManagedObjectModel: @unchecked Sendable, CustomStringConverti
                 properties.append(property)
             }
             entity.properties = properties
+            entity.propertyNames = properties.map(\.name)
             entity.propertiesByName = Dictionary(properties.map { ($0.name, $0) }, uniquingKeysWith: { a, _ in a })
             entity.attributes = properties.compactMap { $0 as? AttributeDescription }
             entity.relationships = properties.compactMap { $0 as? RelationshipDescription }

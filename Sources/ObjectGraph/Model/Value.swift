@@ -55,8 +55,22 @@ extension Value {
     /// Converts a value a user passes to `setValue(_:forKey:)`, or returns nil when it is not
     /// exactly convertible to the attribute's type.
     static func converting(_ any: Any?, to type: AttributeType, valueType: (any Codable.Type)?) -> Value? {
-        guard let any, !(any is NSNull) else { return .null }
+        guard let any else { return .null }
+        // The hot path: the type users pass for each attribute type, tried first with one cast.
+        switch type {
+        case .integer64: if let v = any as? Int64 { return .int(v) }; if let v = any as? Int { return .int(Int64(v)) }
+        case .string: if let v = any as? String { return .string(v) }
+        case .double: if let v = any as? Double { return .double(v) }
+        case .boolean: if let v = any as? Bool { return .bool(v) }
+        case .date: if let v = any as? Date { return .date(v) }
+        default: break
+        }
+        if any is NSNull { return .null }
         if let value = any as? Value { return value }
+        return convertingSlowly(any, to: type)
+    }
+
+    private static func convertingSlowly(_ any: Any, to type: AttributeType) -> Value? {
         switch type {
         case .integer16, .integer32, .integer64:
             guard let v = exactInteger(any) else { return nil }

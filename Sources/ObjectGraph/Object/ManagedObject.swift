@@ -19,28 +19,32 @@ open class ManagedObject: Hashable, CustomStringConvertible {
     /// The object's entity.
     public let entity: EntityDescription
     /// The object's ID: temporary until the object is saved, permanent afterwards.
-    public internal(set) var objectID: ManagedObjectID
+    @exclusivity(unchecked) public internal(set) var objectID: ManagedObjectID
     /// The context the object is registered in, nil once deleted and saved, or after `reset()`.
     ///
     /// An object keeps its context alive (a context keeps only its changed objects alive, until
     /// they are saved or rolled back), so an object fetched from a short-lived context can still
     /// fire its faults.
-    public internal(set) var managedObjectContext: ManagedObjectContext?
+    @exclusivity(unchecked) public internal(set) var managedObjectContext: ManagedObjectContext?
+
+    // The state below is used only on the context's queue (checked in debug builds), so the
+    // dynamic exclusivity checks Swift adds to class properties are turned off: they cost more than
+    // the work of a property access.
 
     /// Current values by property index (attributes, to-one as `.objectID`); empty while a fault.
-    var values: [Value] = []
+    @exclusivity(unchecked) var values: [Value] = []
     /// The values as last read from or written to the store (or the parent); nil for a new object.
-    var snapshot: Snapshot?
+    @exclusivity(unchecked) var snapshot: Snapshot?
     /// Properties changed since the last save.
-    var changedIndices: Set<Int> = []
+    @exclusivity(unchecked) var changedIndices = PropertyMask()
     /// To-many relationships, by property index, once touched.
-    var toMany: [Int: RelationshipValue] = [:]
+    @exclusivity(unchecked) var toMany: [Int: RelationshipValue] = [:]
     /// Decoded transformable values and values of the wrong type, by property index.
-    var boxed: [Int: Any] = [:]
+    @exclusivity(unchecked) var boxed: [Int: Any] = [:]
     /// Lifecycle state.
-    var flags: Flags = []
+    @exclusivity(unchecked) var flags: Flags = []
     /// For objects of a batched fetch: the batch to fulfil together.
-    var batch: FaultBatch?
+    @exclusivity(unchecked) var batch: FaultBatch?
 
     struct Flags: OptionSet {
         let rawValue: UInt8
@@ -211,8 +215,8 @@ open class ManagedObject: Hashable, CustomStringConvertible {
             guard case .objectID(let id) = values[relationship.index] else { return nil }
             return managedObjectContext?.object(with: id)
         }
-        let attribute = property as! AttributeDescription
-        if let box = boxed[attribute.index] { return box }
+        let attribute = unsafeDowncast(property, to: AttributeDescription.self)
+        if !boxed.isEmpty, let box = boxed[attribute.index] { return box }
         let value = values[attribute.index]
         if attribute.attributeType == .transformable {
             let decoded = decode(value, attribute: attribute)
@@ -248,8 +252,9 @@ open class ManagedObject: Hashable, CustomStringConvertible {
         }
     }
 
+    @inline(__always)
     func property(named key: String) -> PropertyDescription {
-        guard let property = entity.propertiesByName[key] else {
+        guard let property = entity.property(forKey: key) else {
             fatalError("ObjectGraph: entity '\(entity.name)' has no property '\(key)' (object \(objectID))")
         }
         return property
@@ -287,7 +292,7 @@ open class ManagedObject: Hashable, CustomStringConvertible {
                 values[index] = .null
             }
         } else if let converted = Value.converting(newValue, to: attribute.attributeType, valueType: nil) {
-            boxed[index] = nil
+            if !boxed.isEmpty { boxed[index] = nil }
             if tracking, !flags.contains(.inserted), values[index] == converted, !changedIndices.contains(index) { return }
             values[index] = converted
         } else {
@@ -298,6 +303,7 @@ open class ManagedObject: Hashable, CustomStringConvertible {
         if tracking { markChanged(index) }
     }
 
+    @inline(__always)
     func markChanged(_ index: Int) {
         changedIndices.insert(index)
         if !flags.contains(.inserted) && !flags.contains(.deleted) && !flags.contains(.updated) {
@@ -465,10 +471,10 @@ open class ManagedObject: Hashable, CustomStringConvertible {
         if let attribute = property as? AttributeDescription {
             let index = attribute.index
             let value = values[index]
-            if attribute.attributeType != .transformable, let wrong = boxed[index] {
+            if attribute.attributeType != .transformable, !boxed.isEmpty, let wrong = boxed[index] {
                 throw failure(attribute, "\(type(of: wrong)) value \(wrong) is not a valid \(attribute.attributeType) (expected \(attribute.attributeType.swiftTypeName))")
             }
-            let isNil = attribute.attributeType == .transformable ? boxed[index] == nil && value.isNull : value.isNull
+            let isNil = attribute.attributeType == .transformable ? (boxed.isEmpty || boxed[index] == nil) && value.isNull : value.isNull
             if isNil {
                 if !attribute.isOptional { throw failure(attribute, "a value is required") }
                 return
@@ -499,6 +505,8 @@ open class ManagedObject: Hashable, CustomStringConvertible {
             try validateValue(primitiveValue(forKey: attribute.name), forKey: attribute.name)
         } else if let relationship = property as? RelationshipDescription {
             if relationship.isToMany {
+                // Only count the destinations when a rule needs the count (loading them costs a read).
+                guard !relationship.isOptional || relationship.minCount > 0 || relationship.maxCount > 0 else { return }
                 let count = destinationIDs(relationship).count
                 if count == 0 && !relationship.isOptional && relationship.minCount == 0 {
                     throw failure(relationship, "at least one destination is required")
@@ -637,4 +645,71 @@ final class RelationshipValue {
 final class FaultBatch {
     var ids: [ManagedObjectID]
     init(ids: [ManagedObjectID]) { self.ids = ids }
+}
+
+/// A set of property indices as a bitset: what changed in an object since its last save.
+struct PropertyMask: Sequence, ExpressibleByArrayLiteral, Equatable {
+    private var words: [UInt64]
+    private var small: UInt64 = 0
+
+    init() { words = [] }
+    init(arrayLiteral elements: Int...) {
+        self.init()
+        for element in elements { insert(element) }
+    }
+
+    var isEmpty: Bool { small == 0 && words.allSatisfy { $0 == 0 } }
+    var count: Int { small.nonzeroBitCount + words.reduce(0) { $0 + $1.nonzeroBitCount } }
+
+    @inline(__always)
+    func contains(_ index: Int) -> Bool {
+        if index < 64 { return small & (1 << UInt64(index)) != 0 }
+        let word = index / 64 - 1
+        return word < words.count && words[word] & (1 << UInt64(index % 64)) != 0
+    }
+
+    @inline(__always)
+    @discardableResult
+    mutating func insert(_ index: Int) -> (inserted: Bool, memberAfterInsert: Int) {
+        if index < 64 {
+            let bit: UInt64 = 1 << UInt64(index)
+            let inserted = small & bit == 0
+            small |= bit
+            return (inserted, index)
+        }
+        let word = index / 64 - 1
+        if word >= words.count { words += Array(repeating: 0, count: word - words.count + 1) }
+        let bit: UInt64 = 1 << UInt64(index % 64)
+        let inserted = words[word] & bit == 0
+        words[word] |= bit
+        return (inserted, index)
+    }
+
+    @discardableResult
+    mutating func remove(_ index: Int) -> Int? {
+        guard contains(index) else { return nil }
+        if index < 64 { small &= ~(1 << UInt64(index)) } else { words[index / 64 - 1] &= ~(1 << UInt64(index % 64)) }
+        return index
+    }
+
+    func union(_ other: PropertyMask) -> PropertyMask {
+        var result = self
+        for index in other { result.insert(index) }
+        return result
+    }
+
+    func makeIterator() -> AnyIterator<Int> {
+        var index = 0
+        let limit = 64 * (words.count + 1)
+        let mask = self
+        return AnyIterator {
+            while index < limit {
+                defer { index += 1 }
+                if mask.contains(index) { return index }
+            }
+            return nil
+        }
+    }
+
+    static func == (lhs: PropertyMask, rhs: PropertyMask) -> Bool { Array(lhs) == Array(rhs) }
 }

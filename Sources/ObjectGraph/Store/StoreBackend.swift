@@ -97,6 +97,8 @@ protocol StoreBackend: AnyObject, Sendable {
 
     /// Runs a fetch; the rows come back in order, with snapshots when asked for.
     func fetch(_ request: StoreFetchRequest, store: PersistentStore) throws -> [StoreRow]
+    /// The primary keys and entity codes of the rows a fetch returns, in order (no values).
+    func fetchKeys(_ request: StoreFetchRequest, store: PersistentStore) throws -> (keys: [Int64], entityCodes: [Int32])
     /// Counts the rows a fetch would return.
     func count(_ request: StoreFetchRequest, store: PersistentStore) throws -> Int
     /// Reads the snapshots of objects by ID (all of one store); missing rows are absent.
@@ -118,6 +120,13 @@ protocol StoreBackend: AnyObject, Sendable {
 }
 
 extension StoreBackend {
+    func fetchKeys(_ request: StoreFetchRequest, store: PersistentStore) throws -> (keys: [Int64], entityCodes: [Int32]) {
+        var request = request
+        request.includesPropertyValues = false
+        let rows = try fetch(request, store: store)
+        return (rows.map { $0.id.primaryKey ?? -1 }, rows.map { Int32($0.id.entity.entityCode) })
+    }
+
     func currentSnapshots(for ids: [ManagedObjectID], store: PersistentStore) throws -> [ManagedObjectID: Snapshot] {
         try snapshots(for: ids, store: store)
     }

@@ -165,6 +165,32 @@ struct StoreTests {
     }
 
     @Test(arguments: StoreKind.allCases)
+    func batchedResultsKeepOnlyTheBatchInUse(_ kind: StoreKind) throws {
+        let stack = try TestStack(kind)
+        let writer = stack.context()
+        for i in 0..<1_000 { _ = writer.insert("Note", ["title": "n\(i)", "rank": i]) }
+        try writer.save()
+        let reader = stack.context("reader")
+        let request = FetchRequest<ManagedObject>(entityName: "Note")
+        request.predicate = FetchPredicate(format: "rank >= %d", 100)
+        request.sortDescriptors = [FetchSortDescriptor(key: "rank", ascending: false)]
+        request.fetchBatchSize = 100
+        let results = try reader.fetchBatched(request)
+        #expect(results.count == 900)
+        let before = stack.coordinator.statistics.faultsFromStore
+        var ranks: [Int64] = []
+        var mostRegistered = 0
+        for note in results {
+            ranks.append(note.value(forKey: "rank") as! Int64)
+            mostRegistered = max(mostRegistered, reader.registeredObjects.count)
+        }
+        #expect(ranks == (100..<1_000).reversed().map(Int64.init))
+        #expect(stack.coordinator.statistics.faultsFromStore - before == 900)
+        #expect(mostRegistered <= 200, "earlier batches are released: \(mostRegistered) registered at most")
+        #expect(results.objectID(at: 0) == results[0].objectID)
+    }
+
+    @Test(arguments: StoreKind.allCases)
     func prefetchingReadsRelationshipsInOneQueryPerKeyPath(_ kind: StoreKind) throws {
         let stack = try TestStack(kind)
         let writer = stack.context()

@@ -1,5 +1,6 @@
 import Foundation
 import GRDB
+import GRDBSQLite
 
 /// Precomputed SQL and column positions for one root entity's table: what a fetch selects, how a
 /// selected row becomes a snapshot of its concrete entity, and how each entity's rows are inserted.
@@ -67,29 +68,72 @@ struct SQLiteTableLayout: Sendable {
         self.selectList = columns.map { "t0.\(SQLiteSchema.quote($0))" }.joined(separator: ", ")
     }
 
-    /// Reads the row a cursor is on (selected with `selectList`) into an ID and a snapshot.
-    func read(_ row: Row, store: PersistentStore, model: ManagedObjectModel) -> StoreRow? {
-        let pk: Int64 = row[0]
-        let code: Int = row[1]
+    /// Reads the row a statement is on (selected with `selectList`) into an ID and a snapshot,
+    /// straight from the statement's columns.
+    func read(_ statement: SQLiteStatement, store: PersistentStore, model: ManagedObjectModel) -> StoreRow? {
+        let pk = sqlite3_column_int64(statement, 0)
+        let code = Int(sqlite3_column_int64(statement, 1))
         guard let layout = entities[code] else { return nil }
-        let version: Int64 = row[2]
+        let version = sqlite3_column_int64(statement, 2)
         var values = [Value](repeating: .null, count: layout.entity.properties.count)
         for (column, reader) in layout.readers {
-            let dbValue: DatabaseValue = row[column]
+            let index = CInt(column)
             switch reader {
-            case .attribute(let index, let type):
-                values[index] = Value(databaseValue: dbValue, type: type)
-            case .toOne(let index, let destination, let entityColumn):
-                guard case .int64(let destinationKey) = dbValue.storage else { continue }
+            case .attribute(let property, let type):
+                values[property] = Value(statement, column: index, type: type)
+            case .toOne(let property, let destination, let entityColumn):
+                guard sqlite3_column_type(statement, index) == SQLITE_INTEGER else { continue }
                 var destinationEntity = destination
-                if let entityColumn, let destinationCode = row[entityColumn] as Int?,
-                   destinationCode >= 0, destinationCode < model.entitiesByCode.count {
-                    destinationEntity = model.entitiesByCode[destinationCode]
+                if let entityColumn, sqlite3_column_type(statement, CInt(entityColumn)) == SQLITE_INTEGER {
+                    let destinationCode = Int(sqlite3_column_int64(statement, CInt(entityColumn)))
+                    if destinationCode >= 0 && destinationCode < model.entitiesByCode.count {
+                        destinationEntity = model.entitiesByCode[destinationCode]
+                    }
                 }
-                values[index] = .objectID(ManagedObjectID(entity: destinationEntity, store: store, primaryKey: destinationKey))
+                values[property] = .objectID(ManagedObjectID(entity: destinationEntity, store: store, primaryKey: sqlite3_column_int64(statement, index)))
             }
         }
         let id = ManagedObjectID(entity: layout.entity, store: store, primaryKey: pk)
         return StoreRow(id: id, snapshot: Snapshot(entity: layout.entity, version: version, values: values))
     }
 }
+
+extension Value {
+    /// Reads one column of the row a statement is on, for an attribute of `type`.
+    @inline(__always)
+    init(_ statement: SQLiteStatement, column: CInt, type: AttributeType) {
+        switch sqlite3_column_type(statement, column) {
+        case SQLITE_NULL:
+            self = .null
+        case SQLITE_INTEGER where type == .integer64 || type == .integer32 || type == .integer16:
+            self = .int(sqlite3_column_int64(statement, column))
+        case SQLITE_INTEGER where type == .boolean:
+            self = .bool(sqlite3_column_int64(statement, column) != 0)
+        case SQLITE_FLOAT where type == .double || type == .float:
+            self = .double(sqlite3_column_double(statement, column))
+        case SQLITE_FLOAT where type == .date:
+            self = .date(Date(timeIntervalSinceReferenceDate: sqlite3_column_double(statement, column)))
+        case SQLITE_TEXT where type == .string:
+            self = .string(String(cString: sqlite3_column_text(statement, column)))
+        default:
+            self = Value(databaseValue: DatabaseValue(sqliteStatement: statement, index: column), type: type)
+        }
+    }
+
+    /// Binds the value, as stored, to a statement parameter (1-based). Returns SQLite's result code.
+    @inline(__always)
+    func bind(to statement: SQLiteStatement, at index: CInt) -> CInt {
+        switch self {
+        case .null: sqlite3_bind_null(statement, index)
+        case .int(let v): sqlite3_bind_int64(statement, index, v)
+        case .bool(let v): sqlite3_bind_int64(statement, index, v ? 1 : 0)
+        case .double(let v): sqlite3_bind_double(statement, index, v)
+        case .date(let v): sqlite3_bind_double(statement, index, v.timeIntervalSinceReferenceDate)
+        case .string(let v): sqlite3_bind_text(statement, index, v, -1, sqliteTransient)
+        default: databaseValue.bind(to: statement, at: index)
+        }
+    }
+}
+
+/// SQLite's SQLITE_TRANSIENT: the library copies the bound bytes.
+let sqliteTransient = unsafeBitCast(OpaquePointer(bitPattern: -1), to: sqlite3_destructor_type.self)

@@ -1,5 +1,6 @@
 import Foundation
 import GRDB
+import GRDBSQLite
 import Synchronization
 
 /// The SQLite store: a GRDB `DatabasePool` in WAL mode (one writer, concurrent readers).
@@ -226,8 +227,9 @@ final class SQLiteStore: StoreBackend {
             var rows: [StoreRow] = []
             let cursor = try Row.fetchCursor(statement)
             if request.includesPropertyValues {
-                while let row = try cursor.next() {
-                    if let storeRow = layout.read(row, store: store, model: model) { rows.append(storeRow) }
+                let sqlite = statement.sqliteStatement
+                while try cursor.next() != nil {
+                    if let storeRow = layout.read(sqlite, store: store, model: model) { rows.append(storeRow) }
                 }
             } else {
                 while let row = try cursor.next() {
@@ -237,6 +239,25 @@ final class SQLiteStore: StoreBackend {
                 }
             }
             return rows
+        }
+    }
+
+    func fetchKeys(_ request: StoreFetchRequest, store: PersistentStore) throws -> (keys: [Int64], entityCodes: [Int32]) {
+        var builder = SQLQueryBuilder(schema: schema, entity: request.entity)
+        let sql = try selectSQL(request, columns: "t0.Z_PK, t0.Z_ENT", builder: &builder)
+        let arguments = StatementArguments(builder.arguments.map(\.databaseValue))
+        return try read("fetching \(request.entity.name) keys") { db in
+            count()
+            let statement = try db.cachedStatement(sql: sql)
+            statement.setUncheckedArguments(arguments)
+            let cursor = try Row.fetchCursor(statement)
+            let sqlite = statement.sqliteStatement
+            var keys: [Int64] = [], codes: [Int32] = []
+            while try cursor.next() != nil {
+                keys.append(sqlite3_column_int64(sqlite, 0))
+                codes.append(Int32(truncatingIfNeeded: sqlite3_column_int64(sqlite, 1)))
+            }
+            return (keys, codes)
         }
     }
 
@@ -275,11 +296,12 @@ final class SQLiteStore: StoreBackend {
                         ? "SELECT \(layout.selectList) FROM \(SQLiteSchema.quote(layout.table)) AS t0 WHERE t0.Z_PK = ?"
                         : "SELECT \(layout.selectList) FROM \(SQLiteSchema.quote(layout.table)) AS t0 WHERE t0.Z_PK IN (\(Array(repeating: "?", count: chunk.count).joined(separator: ",")))"
                     count()
-                    let statement = chunk.count == 1 || chunk.count == Self.chunkSize ? try db.cachedStatement(sql: sql) : try db.makeStatement(sql: sql)
+                    let statement = try db.cachedStatement(sql: sql)
                     statement.setUncheckedArguments(StatementArguments(Array(chunk)))
                     let cursor = try Row.fetchCursor(statement)
-                    while let row = try cursor.next() {
-                        if let storeRow = layout.read(row, store: store, model: model), let snapshot = storeRow.snapshot {
+                    let sqlite = statement.sqliteStatement
+                    while try cursor.next() != nil {
+                        if let storeRow = layout.read(sqlite, store: store, model: model), let snapshot = storeRow.snapshot {
                             result[storeRow.id] = snapshot
                         }
                     }
@@ -355,6 +377,9 @@ final class SQLiteStore: StoreBackend {
 
     private func apply(_ request: StoreSaveRequest, store: PersistentStore, db: Database) throws -> StoreSaveResult {
         var result = StoreSaveResult()
+        // Keys in the order objects were created, so rows are appended to the table's B-tree.
+        var request = request
+        request.inserted.sort { $0.id < $1.id }
         // 1. Permanent IDs for inserted objects that have none yet.
         var pending: [Int: [ManagedObjectID]] = [:]
         for object in request.inserted where object.id.isTemporaryID {
@@ -422,20 +447,27 @@ final class SQLiteStore: StoreBackend {
         for object in request.inserted {
             let id = resolve(object.id)
             guard let pk = id.primaryKey, let layout = layouts[object.entity.rootEntity.entityCode]?.entities[object.entity.entityCode] else { continue }
-            var arguments: [DatabaseValue] = [pk.databaseValue, object.entity.entityCode.databaseValue, (1 as Int64).databaseValue]
+            let statement = try db.cachedStatement(sql: layout.insertSQL)
+            let sqlite = statement.sqliteStatement
+            sqlite3_reset(sqlite)
+            _ = Value.int(pk).bind(to: sqlite, at: 1)
+            _ = Value.int(Int64(object.entity.entityCode)).bind(to: sqlite, at: 2)
+            _ = Value.int(1).bind(to: sqlite, at: 3)
+            var parameter: CInt = 4
             var values = object.values
             for property in layout.insertProperties {
                 let value = resolve(values[property.index])
                 values[property.index] = value
-                arguments.append(value.databaseValue)
+                _ = value.bind(to: sqlite, at: parameter)
+                parameter += 1
                 if let relationship = property as? RelationshipDescription, schema.entityColumnName(forToOne: relationship) != nil {
-                    if case .objectID(let destination) = value { arguments.append(destination.entity.entityCode.databaseValue) } else { arguments.append(.null) }
+                    if case .objectID(let destination) = value { _ = Value.int(Int64(destination.entity.entityCode)).bind(to: sqlite, at: parameter) }
+                    else { sqlite3_bind_null(sqlite, parameter) }
+                    parameter += 1
                 }
             }
             count()
-            let statement = try db.cachedStatement(sql: layout.insertSQL)
-            statement.setUncheckedArguments(StatementArguments(arguments))
-            try statement.execute()
+            try step(sqlite, db)
             for attribute in object.entity.attributes where attribute.isTransient { values[attribute.index] = .null }
             result.snapshots[id] = Snapshot(entity: object.entity, version: 1, values: values)
         }
@@ -463,8 +495,10 @@ final class SQLiteStore: StoreBackend {
             arguments.append(pk.databaseValue)
             count()
             let statement = try db.cachedStatement(sql: "UPDATE \(SQLiteSchema.quote(layout.table)) SET \(assignments.joined(separator: ", ")) WHERE Z_PK = ?")
-            statement.setUncheckedArguments(StatementArguments(arguments))
-            try statement.execute()
+            let sqlite = statement.sqliteStatement
+            sqlite3_reset(sqlite)
+            for (i, argument) in arguments.enumerated() { _ = argument.bind(to: sqlite, at: CInt(i + 1)) }
+            try step(sqlite, db)
             for attribute in object.entity.attributes where attribute.isTransient { values[attribute.index] = .null }
             result.snapshots[object.id] = Snapshot(entity: object.entity, version: (object.expectedVersion ?? 0) + 1, values: values)
         }
@@ -522,6 +556,15 @@ final class SQLiteStore: StoreBackend {
         return result
     }
 
+    /// Runs a statement whose parameters are bound, to completion, and resets it.
+    private func step(_ statement: SQLiteStatement, _ db: Database) throws {
+        let code = sqlite3_step(statement)
+        sqlite3_reset(statement)
+        guard code == SQLITE_DONE || code == SQLITE_ROW else {
+            throw DatabaseError(resultCode: ResultCode(rawValue: code), message: String(cString: sqlite3_errmsg(db.sqliteConnection)))
+        }
+    }
+
     private func checkUniqueness(_ request: StoreSaveRequest, resolve: (ManagedObjectID) -> ManagedObjectID, store: PersistentStore, db: Database) throws {
         var errors: [ObjectGraphError] = []
         var conflicts: [ConstraintConflict] = []
@@ -559,8 +602,10 @@ final class SQLiteStore: StoreBackend {
         for id in ids {
             guard let pk = id.primaryKey, let layout = layouts[id.entity.rootEntity.entityCode] else { continue }
             count()
-            if let row = try Row.fetchOne(db, sql: "SELECT \(layout.selectList) FROM \(SQLiteSchema.quote(layout.table)) AS t0 WHERE t0.Z_PK = ?", arguments: [pk]),
-               let storeRow = layout.read(row, store: store, model: model) {
+            let statement = try db.cachedStatement(sql: "SELECT \(layout.selectList) FROM \(SQLiteSchema.quote(layout.table)) AS t0 WHERE t0.Z_PK = ?")
+            statement.setUncheckedArguments([pk])
+            let cursor = try Row.fetchCursor(statement)
+            if try cursor.next() != nil, let storeRow = layout.read(statement.sqliteStatement, store: store, model: model) {
                 result[id] = storeRow.snapshot
             }
         }

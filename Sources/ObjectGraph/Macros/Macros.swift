@@ -1,0 +1,117 @@
+import Foundation
+
+/// Makes a `ManagedObject` subclass a typed model: its stored properties become the attributes and
+/// relationships of an entity, read and written through typed accessors that fault the object in
+/// and track changes (Core Data's `@NSManaged` plus the model editor, SwiftData's `@Model`).
+///
+/// ```swift
+/// @Managed final class Note: ManagedObject {
+///     var title: String = ""
+///     var rank: Int64 = 0
+///     var created: Date?
+///     var folder: Folder?
+///     @Attribute(.unique) var slug: String = ""
+///     @Transient var scratch: Int = 0
+/// }
+/// let model = ManagedObjectModel(types: [Folder.self, Note.self])
+/// let note = Note(context: context)
+/// note.title = "Hello"
+/// ```
+///
+/// Types: `Int` (stored as `integer64`), `Int16`, `Int32`, `Int64`, `Double`, `Float`, `Decimal`,
+/// `Bool`, `String`, `Date`, `Data`, `UUID` and `URL` map to the attribute type of that name; a
+/// `RawRepresentable` enum is stored as its raw value; any other `Codable` value is a transformable
+/// attribute; a `@Managed` class is a to-one relationship, a `Set` of one a to-many relationship
+/// (an `Array`, an ordered one). An optional type makes an optional attribute; an initial value
+/// becomes the attribute's default value. Inverse relationships are declared on one side only,
+/// with ``Relationship(deleteRule:inverse:minimumModelCount:maximumModelCount:)``.
+///
+/// A `let` property, a property without an explicit type, a type that cannot be stored, an
+/// inverse that is not a key path of the destination, and a class that does not inherit from
+/// `ManagedObject` are compile-time errors.
+@attached(member, names: named(fetchRequest), named(init), named(_managedSchema), named(_managedPropertyName), arbitrary)
+@attached(memberAttribute)
+@attached(extension, conformances: ManagedModel)
+public macro Managed() = #externalMacro(module: "ObjectGraphMacros", type: "ManagedMacro")
+
+/// Declares a relationship's delete rule, inverse and count bounds.
+///
+/// ```swift
+/// @Relationship(deleteRule: .cascade, inverse: \Note.folder) var notes: Set<Note> = []
+/// ```
+///
+/// The inverse is declared on one side only; the other side is a plain property.
+@attached(peer)
+public macro Relationship(
+    deleteRule: DeleteRule = .nullify, inverse: AnyKeyPath? = nil, minimumModelCount: Int = 0, maximumModelCount: Int = 0
+) = #externalMacro(module: "ObjectGraphMacros", type: "ManagedMarkerMacro")
+
+/// Declares options of an attribute: `.unique` values, or the name the attribute had before it was
+/// renamed.
+///
+/// ```swift
+/// @Attribute(.unique) var slug: String = ""
+/// ```
+@attached(peer)
+public macro Attribute(_ options: AttributeOption..., originalName: String? = nil) =
+    #externalMacro(module: "ObjectGraphMacros", type: "ManagedMarkerMacro")
+
+/// Keeps a property of a `@Managed` class out of the entity: a plain Swift stored property, never
+/// saved, not change-tracked, reset in every new instance.
+@attached(peer)
+public macro Transient() = #externalMacro(module: "ObjectGraphMacros", type: "ManagedMarkerMacro")
+
+/// Attached by `@Managed` to each persistent property: its typed accessors. Not written by hand.
+@attached(accessor, names: named(init), named(get), named(set))
+public macro _ManagedProperty(index: Int, in owner: ManagedObject.Type? = nil) =
+    #externalMacro(module: "ObjectGraphMacros", type: "ManagedPropertyMacro")
+
+/// An option of ``Attribute(_:originalName:)``.
+public struct AttributeOption: Hashable, Sendable {
+    let rawValue: String
+
+    /// The attribute's value is unique among the entity's objects (a uniqueness constraint).
+    public static let unique = AttributeOption(rawValue: "unique")
+}
+
+/// The arguments of ``Attribute(_:originalName:)``, as the code `@Managed` generates passes them.
+public struct ManagedAttributeOptions: Sendable {
+    let options: Set<AttributeOption>
+    let originalName: String?
+
+    /// Options for one attribute.
+    public init(_ options: AttributeOption..., originalName: String? = nil) {
+        self.options = Set(options)
+        self.originalName = originalName
+    }
+}
+
+/// The arguments of ``Relationship(deleteRule:inverse:minimumModelCount:maximumModelCount:)``, as
+/// the code `@Managed` generates passes them.
+public struct ManagedRelationshipOptions: @unchecked Sendable {  // AnyKeyPath values are immutable
+    let deleteRule: DeleteRule
+    let inverse: AnyKeyPath?
+    let minimumModelCount: Int
+    let maximumModelCount: Int
+    /// Whether `@Relationship` was written (a plain property pointing to a managed class has none).
+    let isDeclared: Bool
+
+    /// Options for one relationship.
+    public init(deleteRule: DeleteRule = .nullify, inverse: AnyKeyPath? = nil, minimumModelCount: Int = 0, maximumModelCount: Int = 0) {
+        self.deleteRule = deleteRule
+        self.inverse = inverse
+        self.minimumModelCount = minimumModelCount
+        self.maximumModelCount = maximumModelCount
+        self.isDeclared = true
+    }
+
+    private init(undeclared: Void) {
+        self.deleteRule = .nullify
+        self.inverse = nil
+        self.minimumModelCount = 0
+        self.maximumModelCount = 0
+        self.isDeclared = false
+    }
+
+    static let undeclared = ManagedRelationshipOptions(undeclared: ())
+}
