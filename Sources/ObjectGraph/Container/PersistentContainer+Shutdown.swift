@@ -12,8 +12,8 @@ extension PersistentContainer {
     ///
     /// Work submitted while it waits (a block that schedules another) is waited for too, within the
     /// same time limit. After it returns, the container takes no new work
-    /// (``newBackgroundContext()`` and ``performBackgroundTask(_:)-(@Sendable (ManagedObjectContext) -> Void)``
-    /// stop the program; the `async` ``performBackgroundTask(_:)-(@Sendable (ManagedObjectContext) throws -> T)``
+    /// (``newBackgroundContext()`` and ``performBackgroundTask(_:)->()``
+    /// stop the program; the `async` ``performBackgroundTask(_:)->_``
     /// throws ``PersistentContainerError/shutDown``), and the contexts it made find no store: their
     /// fetches and saves throw ``ObjectGraphError/noPersistentStore``. Calling it again does nothing.
     ///
@@ -48,7 +48,7 @@ extension PersistentContainer {
     /// try await container.shutdown(timeout: .seconds(10))
     /// ```
     ///
-    /// It behaves as the synchronous ``shutdown(timeout:)-(Duration)``; from the main actor it waits
+    /// It behaves as the synchronous ``shutdown(timeout:)-4799x``; from the main actor it waits
     /// for the view context's blocks too, since it leaves the main queue free while it waits.
     /// Cancelling the calling task does not cut the wait short: saves in flight are worth the wait.
     ///
