@@ -111,32 +111,25 @@ extension PersistentContainer {
     func drainAndClose(timeout: Duration, caller: Caller) throws {
         guard state.withLock({ $0.lifecycle.beginShutdown() }) == .wait else { return }
         let deadline = Date().addingTimeInterval(Self.seconds(timeout))
-        let idle = waitForWork(until: deadline, caller: caller)
-        let stores = state.withLock { $0.lifecycle.finishShutdown(allWorkFinished: idle) }
-        guard idle else {
-            let (blocks, saves) = outstandingWork
-            let viewBlocks = viewActivity.outstanding.blocks
-            if caller == .mainQueue && viewBlocks > 0 && backgroundActivity.outstanding == (0, 0) {
-                throw PersistentContainerError(
-                    .mainQueueHeld,
-                    """
-                    shutdown(timeout:) of container '\(name)' was called on the main queue while \(viewBlocks) \
-                    block(s) for its view context were queued there; they cannot run until the call returns. \
-                    The stores were left open. Shut down from the main actor with `await shutdown(timeout:)`, \
-                    or from another thread.
-                    """,
-                    containerName: name, outstandingBlocks: blocks, outstandingSaves: saves)
+        var stores: [PersistentStore]
+        while true {
+            let idle = waitForWork(until: deadline, caller: caller)
+            // Decide under the container's lock, checking again: work submitted since the wait
+            // ended is waited for rather than cut off.
+            let decided = state.withLock { state -> [PersistentStore]? in
+                let stillIdle = idle && outstandingWork == (0, 0)
+                if idle && !stillIdle && Date() < deadline { return nil }
+                if stillIdle {
+                    backgroundActivity.close()
+                    viewActivity.close()
+                }
+                return state.lifecycle.finishShutdown(allWorkFinished: stillIdle)
             }
-            throw PersistentContainerError(
-                .shutdownTimedOut,
-                """
-                shutdown(timeout: \(timeout)) of container '\(name)' gave up with \(blocks) block(s) and \(saves) \
-                save(s) still running on its contexts; the stores were left open so that they can finish
-                """,
-                containerName: name, outstandingBlocks: blocks, outstandingSaves: saves)
+            guard let decided else { continue }
+            stores = decided
+            if state.withLock({ $0.lifecycle.phase }) == .closed { break }
+            throw timeoutError(timeout: timeout, caller: caller)
         }
-        backgroundActivity.close()
-        viewActivity.close()
         var failures: [any Error] = []
         for store in stores {
             do { try persistentStoreCoordinator.removePersistentStore(store) } catch { failures.append(error) }
@@ -144,22 +137,52 @@ extension PersistentContainer {
         if let failure = failures.first { throw failure }
     }
 
-    /// Waits until both trackers are idle at once, or the deadline passes; returns whether idle.
+    /// What a shutdown that could not finish throws.
+    private func timeoutError(timeout: Duration, caller: Caller) -> PersistentContainerError {
+        let (blocks, saves) = outstandingWork
+        let viewBlocks = viewActivity.outstanding.blocks
+        if caller == .mainQueue && viewBlocks > 0 && backgroundActivity.outstanding == (0, 0) {
+            return PersistentContainerError(
+                .mainQueueHeld,
+                """
+                shutdown(timeout:) of container '\(name)' was called on the main queue while \(viewBlocks) \
+                block(s) of its view context were unfinished (a view context block that calls shutdown counts \
+                itself); they cannot finish until the call returns. \
+                The stores were left open. Shut down from the main actor with `await shutdown(timeout:)`, \
+                or from another thread.
+                """,
+                containerName: name, outstandingBlocks: blocks, outstandingSaves: saves)
+        }
+        return PersistentContainerError(
+            .shutdownTimedOut,
+            """
+            shutdown(timeout: \(timeout)) of container '\(name)' gave up with \(blocks) block(s) and \(saves) \
+            save(s) still running on its contexts; the stores were left open so that they can finish
+            """,
+            containerName: name, outstandingBlocks: blocks, outstandingSaves: saves)
+    }
+
+    /// Waits until no work is in flight on any of the container's contexts, or the deadline
+    /// passes; returns whether none is.
     private func waitForWork(until deadline: Date, caller: Caller) -> Bool {
-        while true {
-            let backgroundIdle = backgroundActivity.waitUntilIdle(deadline: deadline)
-            let viewIdle: Bool
-            switch caller {
-            case .other:
-                viewIdle = viewActivity.waitUntilIdle(deadline: deadline)
-            case .mainQueue:
-                viewIdle = viewActivity.outstanding == (0, 0)
-                if !viewIdle && backgroundIdle { return false }  // waiting cannot help
-            case .mainThread:
-                viewIdle = serviceMainQueue(until: deadline) { [viewActivity] in viewActivity.outstanding == (0, 0) }
+        switch caller {
+        case .mainThread:
+            // Run the main queue all along: background work may be waiting for the view context.
+            return serviceMainQueue(until: deadline) { outstandingWork == (0, 0) }
+        case .other:
+            while true {
+                let backgroundIdle = backgroundActivity.waitUntilIdle(deadline: deadline)
+                let viewIdle = viewActivity.waitUntilIdle(deadline: deadline)
+                if backgroundIdle && viewIdle && outstandingWork == (0, 0) { return true }
+                if Date() >= deadline { return false }
             }
-            if backgroundIdle && viewIdle && outstandingWork == (0, 0) { return true }
-            if Date() >= deadline { return false }
+        case .mainQueue:
+            while true {
+                let backgroundIdle = backgroundActivity.waitUntilIdle(deadline: deadline)
+                if viewActivity.outstanding != (0, 0) { return false }   // it needs the main queue the caller holds
+                if backgroundIdle && outstandingWork == (0, 0) { return true }
+                if Date() >= deadline { return false }
+            }
         }
     }
 

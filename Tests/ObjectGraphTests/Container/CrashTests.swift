@@ -30,7 +30,7 @@ struct CrashTests {
     @Test("Without the exit guard, exiting at once abandons the saves not yet made, and keeps the acknowledged ones")
     func withoutTheGuardQueuedSavesAreLost() throws {
         let store = directory.file("no-guard.sqlite")
-        let child = try saver(store, ["--contexts", "3", "--saves", "8", "--work-ms", "5"])
+        let child = try saver(store, ["--contexts", "3", "--saves", "8", "--work-ms", "25"])
         let (status, _) = child.wait()
         #expect(status == 0, "\(child.errors)")
         let acknowledged = CrashScenario.acknowledged(in: child.output)
@@ -88,8 +88,15 @@ struct CrashTests {
             var known: [Int: Int] = [:]   // saves per context, as of the last check
             for kill in 0..<10 {
                 let child = try saver(store, ["--contexts", "3"])
-                let delay = Double.random(in: 0.01...0.15, using: &random)
-                Thread.sleep(forTimeInterval: delay)
+                if kill % 5 == 0 {
+                    // Any moment from the start: opening the store, recovering its WAL, the first saves.
+                    Thread.sleep(forTimeInterval: Double.random(in: 0...0.1, using: &random))
+                } else {
+                    // A moment while saves are under way, whatever the machine's load.
+                    let saving = child.waitForOutput(timeout: 60) { $0.contains("ack ") }
+                    try #require(saving, "seed \(seed): the child made no save: \(child.errors)")
+                    Thread.sleep(forTimeInterval: Double.random(in: 0...0.05, using: &random))
+                }
                 let wasRunning = child.process.isRunning
                 child.signal(SIGKILL)
                 let (status, reason) = child.wait()
@@ -115,7 +122,6 @@ struct CrashTests {
         }
         let elapsed = Date().timeIntervalSince(start)
         print("killed 100 times in \(String(format: "%.1f", elapsed)) s (seed \(seed)): \(acknowledgedTotal) acknowledged saves, \(unacknowledgedCommits) committed but killed before the acknowledgement, \(killsBeforeFirstAck) kills before any save")
-        #expect(acknowledgedTotal > 100, "the kills should mostly land while saves are under way")
     }
 
     @Test("On SIGTERM a ServiceGroup stops the saving service, then the container drains every save in flight")

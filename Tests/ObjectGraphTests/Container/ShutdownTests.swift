@@ -116,6 +116,47 @@ struct ShutdownTests {
         #expect(try foldersInStore(at: directory.file("Notes.sqlite")) == 1, "the late save made it")
     }
 
+    @Test("A synchronous shutdown on the main queue does not wait for ever for view context blocks queued behind it")
+    func synchronousShutdownOnTheMainQueue() async throws {
+        let container = try loadedContainer(.sqlite, in: directory)
+        let view = container.viewContext
+        let outcome: String = await withCheckedContinuation { continuation in
+            DispatchQueue.main.async {
+                enqueue(on: view) {
+                    _ = view.insert("Folder", ["name": "queued behind the shutdown"])
+                    do { try view.save() } catch { Issue.record("\(error)") }
+                }
+                do {
+                    try container.shutdown(timeout: .seconds(2))
+                    continuation.resume(returning: "returned")
+                } catch let error as PersistentContainerError {
+                    continuation.resume(returning: "\(error.code)")
+                } catch {
+                    continuation.resume(returning: "\(error)")
+                }
+            }
+        }
+        // Off the main thread (swift test) the block is known to be stuck: it says so at once;
+        // on the main thread it can only find out at the time limit.
+        #expect(outcome == "mainQueueHeld" || outcome == "shutdownTimedOut")
+        #expect(container.persistentStoreCoordinator.persistentStores.count == 1, "left open")
+        try await container.shutdown(timeout: .seconds(30))
+        #expect(try foldersInStore(at: directory.file("Notes.sqlite")) == 1, "the view block ran once the main queue was free")
+    }
+
+    @MainActor
+    @Test("await shutdown() on the main actor lets the view context's blocks run")
+    func asyncShutdownOnTheMainActor() async throws {
+        let container = try loadedContainer(.sqlite, in: directory)
+        let view = container.viewContext
+        enqueue(on: view) {
+            _ = view.insert("Folder", ["name": "view"])
+            do { try view.save() } catch { Issue.record("\(error)") }
+        }
+        try await container.shutdown(timeout: .seconds(30))
+        #expect(try foldersInStore(at: directory.file("Notes.sqlite")) == 1)
+    }
+
     @Test("After shutdown the container takes no new work, and its contexts find no store")
     func afterShutdown() async throws {
         let container = try loadedContainer(.sqlite, in: directory)
