@@ -20,6 +20,7 @@ let package = Package(
             name: "ObjectGraph",
             dependencies: [
                 .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "GRDBSQLite", package: "GRDB.swift"),  // the C API, for the hot paths
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 "ObjectGraphMacros",
             ]

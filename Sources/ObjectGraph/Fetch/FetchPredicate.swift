@@ -40,7 +40,7 @@ public final class FetchPredicate: Sendable, Hashable, CustomStringConvertible {
         self.malformedFormat = nil
     }
 
-    private init(node: PredicateNode, syntaxError: ObjectGraphError?, malformedFormat: String?) {
+    init(node: PredicateNode, syntaxError: ObjectGraphError?, malformedFormat: String?) {
         self.node = node
         self.syntaxError = syntaxError
         self.malformedFormat = malformedFormat

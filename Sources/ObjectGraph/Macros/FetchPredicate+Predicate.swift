@@ -23,7 +23,8 @@ extension FetchPredicate {
         do {
             self.init(node: try PredicateTranslator.translate(predicate))
         } catch {
-            self.init(node: Self.failing(error))
+            let failure = (error as? ObjectGraphError) ?? ObjectGraphError(.unsupported, "\(error)")
+            self.init(node: .constant(false), syntaxError: failure, malformedFormat: nil)
         }
     }
 
@@ -36,15 +37,5 @@ extension FetchPredicate {
     /// - Throws: ``ObjectGraphError/unsupported`` naming the node.
     public convenience init<T: ManagedObject>(translating predicate: Predicate<T>) throws {
         self.init(node: try PredicateTranslator.translate(predicate))
-    }
-
-    /// A node that makes every use of the predicate throw, naming `error`'s message.
-    ///
-    /// (FetchPredicate keeps a syntax error only through its file-private initializer; until it
-    /// takes any error, an untranslatable `#Predicate` is recorded as a key no entity has, whose
-    /// name is the message.)
-    private static func failing(_ error: any Error) -> PredicateNode {
-        let message = (error as? ObjectGraphError)?.message ?? "\(error)"
-        return .comparison(PredicateComparison(modifier: .direct, lhs: .keyPath([message]), op: .equalTo, options: [], rhs: .constant(.null)))
     }
 }
