@@ -1,5 +1,5 @@
 /// A container's lifecycle as a value: each step says what it found, and the container does what
-/// the step returns. The container keeps it in a `Mutex`; nothing here blocks or does I/O.
+/// the step returns. The container keeps it in a `Protected` lock; nothing here blocks or does I/O.
 ///
 /// ```
 /// open ──shutdown──▶ draining ──all work finished──▶ closed

@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 
 extension PersistentContainer {
     /// Makes the program wait, when it exits (returns from `main` or calls `exit()`), for the work
@@ -55,7 +54,7 @@ extension PersistentContainer {
 
 /// The containers to drain at exit, and the one `atexit` handler that drains them.
 enum ExitGuard {
-    private static let containers = Mutex<[(container: PersistentContainer, timeout: Duration)]>([])
+    private static let containers = Protected<[(container: PersistentContainer, timeout: Duration)]>([])
 
     /// Registers the `atexit` handler, once.
     private static let installation: Void = {

@@ -1,6 +1,5 @@
 import Dispatch
 import Foundation
-import Synchronization
 
 /// A model, a coordinator, its stores and the contexts that use them, set up in one place
 /// (`NSPersistentContainer`).
@@ -55,7 +54,7 @@ public final class PersistentContainer: Sendable, CustomStringConvertible {
         init(_ context: ManagedObjectContext) { self.context = context }
     }
 
-    let state: Mutex<State>
+    let state: Protected<State>
 
     /// A container for a model, with one SQLite store description at
     /// `defaultDirectoryURL()/name.sqlite`. Nothing is opened until ``loadPersistentStores()``.
@@ -68,7 +67,7 @@ public final class PersistentContainer: Sendable, CustomStringConvertible {
         self.managedObjectModel = managedObjectModel
         self.persistentStoreCoordinator = PersistentStoreCoordinator(managedObjectModel: managedObjectModel, name: name)
         let url = Self.defaultDirectoryURL().appendingPathComponent("\(name).sqlite")
-        self.state = Mutex(State(descriptions: [PersistentStoreDescription(url: url)]))
+        self.state = Protected(State(descriptions: [PersistentStoreDescription(url: url)]))
     }
 
     public var description: String {

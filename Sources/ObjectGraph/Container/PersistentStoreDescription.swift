@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 
 /// How a ``PersistentContainer`` adds one store: where, of which type, with which options
 /// (`NSPersistentStoreDescription`).
@@ -29,7 +28,7 @@ public final class PersistentStoreDescription: Sendable, CustomStringConvertible
         var options: [String: any Sendable] = [:]
     }
 
-    private let values: Mutex<Values>
+    private let values: Protected<Values>
 
     /// A description of an SQLite store at `url`.
     ///
@@ -37,13 +36,13 @@ public final class PersistentStoreDescription: Sendable, CustomStringConvertible
     /// let description = PersistentStoreDescription(url: URL(fileURLWithPath: "/var/lib/notes/Notes.sqlite"))
     /// ```
     public init(url: URL) {
-        values = Mutex(Values(url: url, type: .sqlite))
+        values = Protected(Values(url: url, type: .sqlite))
     }
 
     /// A description with no location yet: set ``url`` (or ``type`` to ``StoreType/inMemory``)
     /// before loading.
     public init() {
-        values = Mutex(Values(url: nil, type: .sqlite))
+        values = Protected(Values(url: nil, type: .sqlite))
     }
 
     /// Where the store lives. For an ``StoreType/inMemory`` store it may be nil; a file store

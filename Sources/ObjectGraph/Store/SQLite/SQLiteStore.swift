@@ -620,6 +620,10 @@ final class SQLiteStore: StoreBackend {
     }
 
     func close() throws {
+        // Fold the WAL into the database so closing leaves one file (GRDB closes the writer first).
+        if !pool.configuration.readonly {
+            _ = try? pool.writeWithoutTransaction { try $0.execute(sql: "PRAGMA wal_checkpoint(TRUNCATE)") }
+        }
         try pool.close()
     }
 
