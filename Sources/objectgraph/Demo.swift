@@ -31,9 +31,9 @@ struct Demo: ParsableCommand {
         setup.name = "setup"
         setup.persistentStoreCoordinator = coordinator
         let folderIDs = try setup.performAndWait {
-            let folders = Self.folderNames.map { name -> ManagedObject in
-                let folder = setup.insertNewObject(forEntityName: "Folder")
-                folder.setValue(name, forKey: "name")
+            let folders = Self.folderNames.map { name -> Folder in
+                let folder = Folder(context: setup)
+                folder.name = name
                 return folder
             }
             try setup.save()
@@ -60,19 +60,19 @@ struct Demo: ParsableCommand {
             context.perform {
                 defer { group.leave() }
                 do {
-                    var folders = folderIDs.map { context.object(with: $0) }
+                    var folders = folderIDs.map { context.object(with: $0) as! Folder }
                     for range in share {
                         for i in range {
-                            let note = context.insertNewObject(forEntityName: "Note")
-                            note.setValue(i % 7 == 0 ? "Hello #\(i)" : "Note #\(i)", forKey: "title")
-                            note.setValue(Int64(i % 1000), forKey: "rank")
-                            note.setValue(Date(timeIntervalSinceReferenceDate: Double(i)), forKey: "created")
-                            note.setValue(folders[i % folders.count], forKey: "folder")
+                            let note = Note(context: context)
+                            note.title = i % 7 == 0 ? "Hello #\(i)" : "Note #\(i)"
+                            note.rank = Int64(i % 1000)
+                            note.created = Date(timeIntervalSinceReferenceDate: Double(i))
+                            note.folder = folders[i % folders.count]
                         }
                         try context.save()
                         context.reset()
                         imported.add(range.count, ordering: .relaxed)
-                        folders = folderIDs.map { context.object(with: $0) }
+                        folders = folderIDs.map { context.object(with: $0) as! Folder }
                     }
                 } catch {
                     failure.withLock { $0 = "\(context.name ?? "importer"): \(error)" }
@@ -108,18 +108,13 @@ struct Demo: ParsableCommand {
         // Check the counts.
         try main.performAndWait {
             main.reset()
-            let count = try main.count(for: FetchRequest<ManagedObject>(entityName: "Note"))
-            let folders = FetchRequest<ManagedObject>(entityName: "Folder")
-            folders.sortDescriptors = [FetchSortDescriptor(key: "name")]
+            let count = try main.fetchCount(FetchDescriptor<Note>())
             var inFolders = 0
-            for folder in try main.fetch(folders) {
-                let n = (folder.value(forKey: "notes") as? Set<ManagedObject>)?.count ?? 0
-                inFolders += n
-                print("  folder \(folder.value(forKey: "name") as? String ?? "?"): \(n) notes")
+            for folder in try main.fetch(FetchDescriptor<Folder>(sortBy: [SortDescriptor(\.name)])) {
+                inFolders += folder.notes.count
+                print("  folder \(folder.name): \(folder.notes.count) notes")
             }
-            let hello = FetchRequest<ManagedObject>(entityName: "Note")
-            hello.predicate = FetchPredicate(format: "title BEGINSWITH %@", "Hello")
-            let hellos = try main.count(for: hello)
+            let hellos = try main.fetchCount(FetchDescriptor<Note>(predicate: #Predicate { $0.title.starts(with: "Hello") }))
             let expectedHellos = (0..<total).count { $0 % 7 == 0 }
             print("counts: \(count) notes (expected \(total)), \(inFolders) in folders, \(hellos) titled Hello (expected \(expectedHellos))")
             guard count == total, inFolders == total, hellos == expectedHellos else {
@@ -134,12 +129,12 @@ struct Demo: ParsableCommand {
     static func fetchAndFault(_ main: ManagedObjectContext, iteration: Int) throws -> Double {
         let begin = DispatchTime.now().uptimeNanoseconds
         try main.performAndWait {
-            let request = FetchRequest<ManagedObject>(entityName: "Note")
-            request.predicate = FetchPredicate(format: "rank == %d", iteration % 1000)
-            request.fetchLimit = 20
-            for note in try main.fetch(request) {
-                _ = note.value(forKey: "title")
-                _ = (note.value(forKey: "folder") as? ManagedObject)?.value(forKey: "name")
+            let rank = Int64(iteration % 1000)
+            var descriptor = FetchDescriptor<Note>(predicate: #Predicate { $0.rank == rank })
+            descriptor.fetchLimit = 20
+            for note in try main.fetch(descriptor) {
+                _ = note.title
+                _ = note.folder?.name
             }
             main.reset()
         }

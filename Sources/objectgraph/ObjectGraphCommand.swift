@@ -7,25 +7,7 @@ struct ObjectGraphCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "objectgraph",
         abstract: "Core Data's object graph, in Swift, on Linux.",
-        subcommands: [Demo.self, Bench.self, Misuse.self])
-}
-
-/// The model the demo and the benchmark use.
-enum DemoModel {
-    static func make() -> ManagedObjectModel {
-        ManagedObjectModel(entities: [
-            EntityDescription(name: "Folder", properties: [
-                .attribute("name", .string, isOptional: false),
-                .relationship("notes", destination: "Note", toMany: true, inverse: "folder", deleteRule: .cascade),
-            ]),
-            EntityDescription(name: "Note", properties: [
-                .attribute("title", .string, isOptional: false, defaultValue: ""),
-                .attribute("rank", .integer64, defaultValue: Int64(0), isIndexed: true),
-                .attribute("created", .date),
-                .relationship("folder", destination: "Folder", toMany: false, inverse: "notes", deleteRule: .nullify),
-            ]),
-        ])
-    }
+        subcommands: [Demo.self, Bench.self, Misuse.self, Crash.self])
 }
 
 func temporaryStoreURL(_ name: String) throws -> (URL, URL) {

@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 
 /// Counts the work in flight on a set of contexts — blocks submitted with `perform` and not yet
 /// finished, saves under way — so their owner (a container) can wait for all of it to finish
@@ -11,7 +10,7 @@ final class ActivityTracker: Sendable {
         var isClosed = false
     }
 
-    private let state = Mutex(State())
+    private let state = Protected(State())
     private let condition = NSCondition()
 
     /// Work in flight: blocks submitted and not finished, and saves under way.
@@ -19,7 +18,14 @@ final class ActivityTracker: Sendable {
 
     var isClosed: Bool { state.withLock { $0.isClosed } }
 
-    func blockSubmitted() { state.withLock { $0.blocks += 1 } }
+    /// Counts a submitted block; false (and not counted) once the tracker is closed.
+    func blockSubmitted() -> Bool {
+        state.withLock { state in
+            if state.isClosed { return false }
+            state.blocks += 1
+            return true
+        }
+    }
     func blockFinished() { finish { $0.blocks -= 1 } }
     func saveStarted() { state.withLock { $0.saves += 1 } }
     func saveFinished() { finish { $0.saves -= 1 } }

@@ -104,7 +104,7 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
     /// Children, mail for a confinement child and the autosave timer (`ManagedObjectContext+Nesting`).
     let nesting = NestingState()
     /// Continuations of the `saves` streams handed out.
-    let saveStreams = Mutex<[Int: AsyncStream<SaveChanges>.Continuation]>([:])
+    let saveStreams = Protected<[Int: AsyncStream<SaveChanges>.Continuation]>([:])
 
     private var _coordinator: PersistentStoreCoordinator?
     let queue: DispatchQueue?
@@ -217,7 +217,7 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
         switch concurrencyType {
         case .privateQueue, .mainQueue:
             let tracker = activityTracker
-            tracker?.blockSubmitted()
+            guard tracker?.blockSubmitted() != false else { refuseWorkAfterShutdown("perform(_:)") }
             queue!.async { [self] in
                 EnteredContexts.with(self) {
                     block()
@@ -275,7 +275,7 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
             return result
         }
         let tracker = activityTracker
-        tracker?.blockSubmitted()
+        guard tracker?.blockSubmitted() != false else { refuseWorkAfterShutdown("perform(schedule:_:)") }
         defer { tracker?.blockFinished() }
         let result: Result<T, E> = await withCheckedContinuation { continuation in
             let run: @Sendable () -> Void = { [self] in
@@ -289,6 +289,10 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
             if let queue { queue.async(execute: run) } else { run() }
         }
         return try result.get()
+    }
+
+    private func refuseWorkAfterShutdown(_ operation: String) -> Never {
+        fatalError("ObjectGraph: \(operation) on context '\(debugName)' after its container was shut down: its stores are closed and it takes no new work")
     }
 
     private func endOfBlock() {

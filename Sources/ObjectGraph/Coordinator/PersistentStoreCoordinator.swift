@@ -36,12 +36,12 @@ public final class PersistentStoreCoordinator: Sendable, CustomStringConvertible
     /// A name, for debugging.
     public let name: String?
 
-    private let stores = Mutex<[PersistentStore]>([])
+    private let stores = Protected<[PersistentStore]>([])
     let rowCache = RowCache()
     let faultsFromStoreCounter = Atomic<Int>(0)
     private let exclusive = CoordinatorLock()
     /// Contexts on this coordinator that merge the others' saves as they happen.
-    private let automaticMergers = Mutex<[ObjectIdentifier: WeakContext]>([:])
+    private let automaticMergers = Protected<[ObjectIdentifier: WeakContext]>([:])
 
     final class WeakContext: @unchecked Sendable {  // the reference is set once, read under the mutex
         weak var context: ManagedObjectContext?

@@ -14,7 +14,7 @@ final class RowCache: Sendable {
         var timestamp: Double
     }
 
-    private let entries = Mutex<[ManagedObjectID: Entry]>([:])
+    private let entries = Protected<[ManagedObjectID: Entry]>([:])
     let hits = Atomic<Int>(0)
     let misses = Atomic<Int>(0)
 

@@ -72,6 +72,8 @@ public struct AttributeOption: Hashable, Sendable {
 
     /// The attribute's value is unique among the entity's objects (a uniqueness constraint).
     public static let unique = AttributeOption(rawValue: "unique")
+    /// The store keeps an index on the attribute, for fast predicates and sorts on it.
+    public static let indexed = AttributeOption(rawValue: "indexed")
 }
 
 /// The arguments of ``Attribute(_:originalName:)``, as the code `@Managed` generates passes them.

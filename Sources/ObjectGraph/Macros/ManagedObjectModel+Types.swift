@@ -54,7 +54,8 @@ extension ManagedObjectModel {
                 case .attribute(let attributeType, let isOptional, let defaultValue, let valueType):
                     if property.attributeOptions.options.contains(.unique) { unique.append([property.name]) }
                     let description = PropertyDescription.attribute(
-                        property.name, attributeType, isOptional: isOptional, defaultValue: defaultValue, valueType: valueType)
+                        property.name, attributeType, isOptional: isOptional, defaultValue: defaultValue, valueType: valueType,
+                        isIndexed: property.attributeOptions.options.contains(.indexed))
                     if let originalName = property.attributeOptions.originalName { description.userInfo["originalName"] = originalName }
                     return description
                 case .relationship(let destination, let isToMany, let isOrdered, let isOptional):

@@ -12,7 +12,7 @@ enum AtomicFormat: Sendable {
 final class AtomicStore: StoreBackend {
     private let memory: InMemoryStore
     /// The file's rows, bound to the store (object IDs need it) on first use.
-    private let unbound: Mutex<AtomicFile?>
+    private let unbound: Protected<AtomicFile?>
     private let url: URL
     private let format: AtomicFormat
     private let model: ManagedObjectModel
@@ -44,11 +44,11 @@ final class AtomicStore: StoreBackend {
             var keys = InMemoryState()
             for i in stride(from: 0, to: file.maxKeys.count - 1, by: 2) { keys.maxKeys[Int(file.maxKeys[i])] = file.maxKeys[i + 1] }
             memory = InMemoryStore(model: model, identifier: file.identifier, state: keys, type: type)
-            unbound = Mutex(file)
+            unbound = Protected(file)
         } else {
             if readOnly { throw ObjectGraphError(.io, "Cannot open the read-only \(type) store at \(url.path): there is no such file", url: url) }
             memory = InMemoryStore(model: model, type: type)
-            unbound = Mutex(nil)
+            unbound = Protected(nil)
             try write(memory.currentState)
         }
     }

@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 
 /// A store that keeps its rows in memory, with the same structure and rules as the SQLite store
 /// (tables by root entity, foreign keys, join tables, versions, uniqueness constraints). Its
@@ -11,7 +10,7 @@ final class InMemoryStore: StoreBackend {
     let metadata: [String: String]
     let model: ManagedObjectModel
     let schema: SQLiteSchema
-    private let state: Mutex<InMemoryState>
+    private let state: Protected<InMemoryState>
 
     var statementCount: Int { 0 }
 
@@ -24,7 +23,7 @@ final class InMemoryStore: StoreBackend {
             PersistentStore.metadataTypeKey: type.rawValue,
             PersistentStore.metadataModelHashKey: model.versionHash,
         ]
-        self.state = Mutex(state ?? InMemoryState())
+        self.state = Protected(state ?? InMemoryState())
     }
 
     /// Runs `body` with exclusive access to the rows.

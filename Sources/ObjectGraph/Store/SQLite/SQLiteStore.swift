@@ -185,6 +185,12 @@ final class SQLiteStore: StoreBackend {
         do { return try pool.read(body) } catch { throw Self.translate(error, url: url, while: doing) }
     }
 
+    /// A read of one statement: SQLite runs a lone statement in its own implicit transaction, so the
+    /// explicit one `read` opens (BEGIN, COMMIT) would only add two statements to every fault.
+    private func readOne<T>(_ doing: String, _ body: (Database) throws -> T) throws -> T {
+        do { return try pool.unsafeRead(body) } catch { throw Self.translate(error, url: url, while: doing) }
+    }
+
     private func write<T>(_ doing: String, _ body: (Database) throws -> T) throws -> T {
         do { return try pool.write(body) } catch { throw Self.translate(error, url: url, while: doing) }
     }
@@ -220,7 +226,7 @@ final class SQLiteStore: StoreBackend {
         let sql = try selectSQL(request, columns: columns, builder: &builder)
         let arguments = StatementArguments(builder.arguments.map(\.databaseValue))
         let model = self.model
-        return try read("fetching \(request.entity.name)") { db in
+        return try readOne("fetching \(request.entity.name)") { db in
             count()
             let statement = try db.cachedStatement(sql: sql)
             statement.setUncheckedArguments(arguments)
@@ -246,7 +252,7 @@ final class SQLiteStore: StoreBackend {
         var builder = SQLQueryBuilder(schema: schema, entity: request.entity)
         let sql = try selectSQL(request, columns: "t0.Z_PK, t0.Z_ENT", builder: &builder)
         let arguments = StatementArguments(builder.arguments.map(\.databaseValue))
-        return try read("fetching \(request.entity.name) keys") { db in
+        return try readOne("fetching \(request.entity.name) keys") { db in
             count()
             let statement = try db.cachedStatement(sql: sql)
             statement.setUncheckedArguments(arguments)
@@ -270,7 +276,7 @@ final class SQLiteStore: StoreBackend {
             sql = "SELECT COUNT(*) FROM (\(sql))"
         }
         let arguments = StatementArguments(builder.arguments.map(\.databaseValue))
-        return try read("counting \(request.entity.name)") { db in
+        return try readOne("counting \(request.entity.name)") { db in
             count()
             return try Int.fetchOne(db.cachedStatement(sql: sql), arguments: arguments) ?? 0
         }
@@ -285,7 +291,8 @@ final class SQLiteStore: StoreBackend {
             byRoot[id.entity.rootEntity.entityCode, default: []].append(pk)
         }
         let model = self.model
-        return try read("reading objects") { db in
+        let single = byRoot.count == 1 && (byRoot.first?.value.count ?? 0) <= Self.chunkSize
+        return try (single ? readOne : read)("reading objects") { db in
             var result: [ManagedObjectID: Snapshot] = [:]
             result.reserveCapacity(ids.count)
             for (rootCode, keys) in byRoot {
@@ -613,6 +620,10 @@ final class SQLiteStore: StoreBackend {
     }
 
     func close() throws {
+        // Fold the WAL into the database so closing leaves one file (GRDB closes the writer first).
+        if !pool.configuration.readonly {
+            _ = try? pool.writeWithoutTransaction { try $0.execute(sql: "PRAGMA wal_checkpoint(TRUNCATE)") }
+        }
         try pool.close()
     }
 

@@ -1,0 +1,184 @@
+import Foundation
+import Testing
+@testable import ObjectGraph
+
+/// The crash tests' side of `objectgraph _crash` (Sources/objectgraph/Crash.swift): the same model
+/// and the same save schedule, and a check of a store against them.
+enum CrashScenario {
+    /// The model of `CrashModel.make()` in the tool; change both together.
+    static func model() -> ManagedObjectModel {
+        ManagedObjectModel(entities: [
+            EntityDescription(name: "Folder", properties: [
+                .attribute("name", .string, isOptional: false),
+                .attribute("context", .integer64, defaultValue: Int64(0)),
+                .attribute("index", .integer64, defaultValue: Int64(0)),
+                .attribute("count", .integer64, defaultValue: Int64(0)),
+                .relationship("notes", destination: "Note", toMany: true, inverse: "folder", deleteRule: .cascade),
+            ]),
+            EntityDescription(name: "Note", properties: [
+                .attribute("title", .string, isOptional: false, defaultValue: ""),
+                .attribute("rank", .integer64, defaultValue: Int64(0)),
+                .relationship("folder", destination: "Folder", toMany: false, inverse: "notes", deleteRule: .nullify),
+            ]),
+            EntityDescription(name: "Tally", properties: [
+                .attribute("context", .integer64, defaultValue: Int64(0)),
+                .attribute("saves", .integer64, defaultValue: Int64(0)),
+                .attribute("folders", .integer64, defaultValue: Int64(0)),
+                .attribute("notes", .integer64, defaultValue: Int64(0)),
+            ]),
+        ])
+    }
+
+    /// `CrashSchedule.notes(context:save:)`: the notes of folder (c, i).
+    static func notes(context c: Int, save i: Int) -> Int { 1 + (c * 7 + i * 3) % 6 }
+
+    /// The folders of context `c` after its first `k` saves: save i inserts folder i and, when
+    /// `i % 5 == 4`, deletes folder i - 4.
+    static func folders(context c: Int, saves k: Int) -> Set<Int> {
+        Set((0..<k).filter { !($0 % 5 == 0 && $0 + 4 < k) })
+    }
+
+    /// What a check found: the saves each context made, by the store's own account.
+    struct State: Equatable, CustomStringConvertible {
+        var saves: [Int: Int]
+        var description: String { saves.sorted { $0.key < $1.key }.map { "context \($0.key): \($0.value) saves" }.joined(separator: ", ") }
+    }
+
+    /// Opens the store, checks `PRAGMA integrity_check` and that it holds exactly the state of
+    /// some number of whole saves per context (a save is never partly visible), and returns those
+    /// numbers. Records an issue for every broken invariant.
+    static func check(_ url: URL, deep: Bool = true, sourceLocation: SourceLocation = #_sourceLocation) throws -> State {
+        let coordinator = PersistentStoreCoordinator(managedObjectModel: model())
+        let store = try coordinator.addPersistentStore(type: .sqlite, at: url)
+        defer { try? coordinator.removePersistentStore(store) }
+        let integrity = try (store.backend as! SQLiteStore).integrityCheck()
+        #expect(integrity == "ok", "PRAGMA integrity_check: \(integrity)", sourceLocation: sourceLocation)
+
+        let context = ManagedObjectContext(concurrencyType: .confinement)
+        context.persistentStoreCoordinator = coordinator
+        var state = State(saves: [:])
+        var tallies: [Int: (saves: Int, folders: Int, notes: Int)] = [:]
+        for tally in try context.fetch(FetchRequest<ManagedObject>(entityName: "Tally")) {
+            let c = Int(tally.value(forKey: "context") as! Int64)
+            #expect(tallies[c] == nil, "two tallies for context \(c)", sourceLocation: sourceLocation)
+            tallies[c] = (Int(tally.value(forKey: "saves") as! Int64), Int(tally.value(forKey: "folders") as! Int64),
+                          Int(tally.value(forKey: "notes") as! Int64))
+        }
+        var folders: [Int: [Int: ManagedObject]] = [:]
+        for folder in try context.fetch(FetchRequest<ManagedObject>(entityName: "Folder")) {
+            let c = Int(folder.value(forKey: "context") as! Int64), i = Int(folder.value(forKey: "index") as! Int64)
+            folders[c, default: [:]][i] = folder
+        }
+        #expect(Set(folders.keys).isSubset(of: Set(tallies.keys)), "folders of a context with no tally", sourceLocation: sourceLocation)
+        var expectedNotes = 0
+        for (c, tally) in tallies {
+            let k = tally.saves
+            state.saves[c] = k
+            let present = folders[c] ?? [:]
+            let expected = Self.folders(context: c, saves: k)
+            #expect(Set(present.keys) == expected,
+                    "context \(c) after \(k) saves: folders \(present.keys.sorted()) instead of \(expected.sorted())",
+                    sourceLocation: sourceLocation)
+            let notes = expected.reduce(0) { $0 + Self.notes(context: c, save: $1) }
+            #expect(tally.folders == expected.count && tally.notes == notes,
+                    "context \(c): tally says \(tally.folders) folders and \(tally.notes) notes, the schedule \(expected.count) and \(notes)",
+                    sourceLocation: sourceLocation)
+            expectedNotes += notes
+            for (i, folder) in present {
+                #expect(folder.value(forKey: "count") as? Int64 == Int64(Self.notes(context: c, save: i)), sourceLocation: sourceLocation)
+                if deep {
+                    let notes = folder.value(forKey: "notes") as! Set<ManagedObject>
+                    #expect(notes.count == Self.notes(context: c, save: i),
+                            "folder \(c).\(i) has \(notes.count) notes, its count says \(Self.notes(context: c, save: i))",
+                            sourceLocation: sourceLocation)
+                }
+            }
+        }
+        let allNotes = try context.count(for: FetchRequest<ManagedObject>(entityName: "Note"))
+        #expect(allNotes == expectedNotes, "\(allNotes) notes in the store, the saves made \(expectedNotes)", sourceLocation: sourceLocation)
+        let orphans = FetchRequest<ManagedObject>(entityName: "Note")
+        orphans.predicate = FetchPredicate(format: "folder == nil")
+        #expect(try context.count(for: orphans) == 0, "notes without their folder", sourceLocation: sourceLocation)
+        return state
+    }
+
+    /// The acknowledged saves in a child's output: the highest save number per context, and the
+    /// number of acknowledgements per context.
+    static func acknowledged(in output: String) -> (last: [Int: Int], count: [Int: Int]) {
+        var last: [Int: Int] = [:], count: [Int: Int] = [:]
+        for line in output.split(separator: "\n") where line.hasPrefix("ack ") {
+            let parts = line.split(separator: " ")
+            guard parts.count == 3, let c = Int(parts[1]), let i = Int(parts[2]) else { continue }
+            last[c] = max(last[c] ?? -1, i)
+            count[c, default: 0] += 1
+        }
+        return (last, count)
+    }
+}
+
+/// A child process running the `objectgraph` tool, whose output is collected as it comes.
+final class ToolProcess: @unchecked Sendable {  // output is guarded by `lock`; the process is used by one test
+    let process = Process()
+    private let lock = NSLock()
+    private var stdout = Data()
+    private var stderr = Data()
+    private let finished = DispatchGroup()
+
+    /// The tool, found as `runTool` finds it: next to the test bundle.
+    static var toolURL: URL {
+        let directory = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
+        let tool = directory.appendingPathComponent("objectgraph")
+        if FileManager.default.fileExists(atPath: tool.path) { return tool }
+        return directory.deletingLastPathComponent().appendingPathComponent("objectgraph")
+    }
+
+    init(_ arguments: [String], environment: [String: String] = [:]) throws {
+        process.executableURL = Self.toolURL
+        process.arguments = arguments
+        var env = ProcessInfo.processInfo.environment
+        env["SWIFT_BACKTRACE"] = "enable=no"
+        for (key, value) in environment { env[key] = value }
+        process.environment = env
+        let out = Pipe(), err = Pipe()
+        process.standardOutput = out
+        process.standardError = err
+        try process.run()
+        for (pipe, isError) in [(out, false), (err, true)] {
+            finished.enter()
+            Thread.detachNewThread { [self] in
+                while true {
+                    let data = pipe.fileHandleForReading.availableData
+                    if data.isEmpty { break }
+                    lock.withLock { if isError { stderr.append(data) } else { stdout.append(data) } }
+                }
+                finished.leave()
+            }
+        }
+    }
+
+    var output: String { lock.withLock { String(decoding: stdout, as: UTF8.self) } }
+    var errors: String { lock.withLock { String(decoding: stderr, as: UTF8.self) } }
+
+    /// Sends a signal to the child.
+    func signal(_ signal: Int32) { kill(process.processIdentifier, signal) }
+
+    /// Waits for the child to end and its output to be read; returns its exit status (or the signal
+    /// that ended it) and why it ended.
+    @discardableResult
+    func wait() -> (status: Int32, reason: Process.TerminationReason) {
+        process.waitUntilExit()
+        finished.wait()
+        return (process.terminationStatus, process.terminationReason)
+    }
+
+    /// Waits until the output has a line for which `condition` holds, or the time limit passes.
+    func waitForOutput(timeout: TimeInterval, _ condition: (String) -> Bool) -> Bool {
+        let deadline = Date().addingTimeInterval(timeout)
+        while Date() < deadline {
+            if condition(output) { return true }
+            if !process.isRunning { return condition(output) }
+            Thread.sleep(forTimeInterval: 0.005)
+        }
+        return condition(output)
+    }
+}
