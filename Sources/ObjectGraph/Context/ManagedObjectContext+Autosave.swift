@@ -54,23 +54,29 @@ extension ManagedObjectContext {
 
     /// Autosaves now, on demand: enqueues a save on the context's queue (if it has changes then),
     /// reporting a failure to the handler given to ``startAutosaving(every:onError:)``. Returns at
-    /// once; use ``saveChainNow()`` or ``saveChain()`` to wait.
+    /// once; use ``saveChainNow()`` or ``saveChain()`` to wait. Once the context's container was
+    /// shut down, it does nothing (and autosaving stops).
     ///
     /// It is a programmer error to call this on a `.confinement` context from another thread.
     public func autosaveNow() {
-        let enqueue = nesting.autosave.withLock { state -> Bool in
+        let shouldEnqueue = nesting.autosave.withLock { state -> Bool in
             if state.isPending { return false }
             state.isPending = true
             return true
         }
-        guard enqueue else { return }
-        perform { [self] in
+        guard shouldEnqueue else { return }
+        let enqueued = self.enqueue { [self] in
             let onError = nesting.autosave.withLock { state in
                 state.isPending = false
                 return state.onError
             }
             guard hasChanges else { return }
             do { try save() } catch { onError?(error) }
+        }
+        if !enqueued {
+            // The context's container was shut down: nothing more to save.
+            stopAutosaving()
+            nesting.autosave.withLock { $0.isPending = false }
         }
     }
 

@@ -31,15 +31,15 @@ final class NestingState: Sendable {
         var isPending = false
     }
 
-    private let childReferences = Mutex<[WeakContext]>([])
+    private let childReferences = Protected<[WeakContext]>([])
     /// `automaticallyMergesChangesFromParent`, readable from the parent's queue.
     let mergesFromParent = Atomic<Bool>(false)
-    private let mailbox = Mutex<[@Sendable (ManagedObjectContext) -> Void]>([])
+    private let mailbox = Protected<[@Sendable (ManagedObjectContext) -> Void]>([])
     let hasMail = Atomic<Bool>(false)
-    let autosave = Mutex(Autosave())
+    let autosave = Protected(Autosave())
     /// At the root of a chain: every permanent ID it gave, by temporary ID, so that any context of
     /// the chain resolves a temporary ID it never saw without a trip up the chain.
-    let permanentIDs = Mutex<[ManagedObjectID: ManagedObjectID]>([:])
+    let permanentIDs = Protected<[ManagedObjectID: ManagedObjectID]>([:])
 
     deinit {
         autosave.withLock { $0.timer?.cancel() }
@@ -121,7 +121,7 @@ extension ManagedObjectContext {
             return
         }
         switch concurrencyType {
-        case .privateQueue, .mainQueue: perform { work(self) }
+        case .privateQueue, .mainQueue: enqueue { work(self) }
         case .confinement: nesting.post(work)
         }
     }

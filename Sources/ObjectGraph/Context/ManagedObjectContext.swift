@@ -214,10 +214,19 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
     ///
     /// Pending changes are processed at the end of the block.
     public func perform(_ block: @escaping @Sendable () -> Void) {
+        if !enqueue(block) { refuseWorkAfterShutdown("perform(_:)") }
+    }
+
+    /// Enqueues a block (runs it now on a confinement context's own thread); false, and nothing
+    /// runs, once the context's container was shut down. ObjectGraph's own asynchronous work
+    /// (autosave, permanent IDs and merges handed down a chain) goes through here and is dropped
+    /// then rather than stopping the program.
+    @discardableResult
+    func enqueue(_ block: @escaping @Sendable () -> Void) -> Bool {
         switch concurrencyType {
         case .privateQueue, .mainQueue:
             let tracker = activityTracker
-            guard tracker?.blockSubmitted() != false else { refuseWorkAfterShutdown("perform(_:)") }
+            guard tracker?.blockSubmitted() != false else { return false }
             queue!.async { [self] in
                 EnteredContexts.with(self) {
                     block()
@@ -233,6 +242,7 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
             block()
             endOfBlock()
         }
+        return true
     }
 
     /// Runs a block synchronously on the context's queue and returns its result. Reentrant: called

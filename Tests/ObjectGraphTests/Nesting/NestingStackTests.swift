@@ -107,6 +107,26 @@ struct NestingStackTests {
         #expect(try await eventually { try stack.chain.storedCount("Folder") == 1 })
     }
 
+    @Test func autosaveStopsQuietlyWhenTheContainerShutsDown() async throws {
+        let directory = TemporaryDirectory()
+        let container = try loadedContainer(.sqlite, in: directory)
+        let root = container.newBackgroundContext()
+        let worker = ManagedObjectContext(concurrencyType: .privateQueue)
+        worker.parent = root
+        root.startAutosaving(every: .milliseconds(10))
+        try worker.performAndWait {
+            _ = worker.insert("Note", ["title": "before shutdown"])
+            try worker.save()
+        }
+        let reader = container.newBackgroundContext()
+        #expect(await eventually { (try? reader.performAndWait { try reader.number(of: "Note") }) == 1 })
+        try await container.shutdown()
+        // Ticks after the shutdown, and a save on demand, neither stop the program nor save.
+        root.autosaveNow()
+        #expect(await eventually { !root.isAutosaving })
+        try await Task.sleep(for: .milliseconds(50))
+    }
+
     @Test(arguments: [StoreKind.sqlite, .inMemory])
     func importOperationsSaveIntoTheMainContextThenTheChainIsSaved(_ kind: StoreKind) async throws {
         let stack = try Stack(kind)
