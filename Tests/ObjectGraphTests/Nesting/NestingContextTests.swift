@@ -136,6 +136,38 @@ struct NestingContextTests {
     }
 
     @Test(arguments: kinds)
+    func aParentsInsertedObjectKeepsItsRelationshipsInAChild(_ kind: StoreKind) throws {
+        let chain = try ContextChain(kind)
+        let folderID = chain.root.performAndWait {
+            let folder = chain.root.insert("Folder", ["name": "new"])
+            for i in 1...2 { _ = chain.root.insert("Note", ["title": "in new \(i)", "rank": i, "folder": folder]) }
+            return folder.objectID
+        }
+        let child = chain.child(of: chain.root, "child")
+        child.retainsRegisteredObjects = true
+        child.automaticallyMergesChangesFromParent = true
+        func listed() -> Int { (child.object(with: folderID).value(forKey: "notes") as! Set<ManagedObject>).count }
+        child.performAndWait {
+            #expect(listed() == 2, "the parent's inserted folder lists its notes in the child")
+            child.object(with: folderID).setValue("renamed", forKey: "name")
+            child.rollback()
+            #expect(listed() == 2)
+            child.refresh(child.object(with: folderID), mergeChanges: false)
+            #expect(listed() == 2)
+        }
+        let sibling = chain.child(of: chain.root, "sibling")
+        try sibling.performAndWait {
+            _ = sibling.insert("Note", ["title": "third", "rank": 3, "folder": sibling.object(with: folderID)])
+            sibling.object(with: folderID).setValue("touched", forKey: "name")
+            try sibling.save()
+        }
+        child.performAndWait {
+            #expect(child.object(with: folderID).value(forKey: "name") as? String == "touched")
+            #expect(listed() == 3, "after merging the sibling's push")
+        }
+    }
+
+    @Test(arguments: kinds)
     func siblingsDoNotSeeEachOthersPushesUntilTheyRefreshOrRefetch(_ kind: StoreKind) throws {
         let chain = try ContextChain(kind)
         let (_, notes) = try chain.seed()
