@@ -121,8 +121,46 @@ struct Demo: ParsableCommand {
                 throw ValidationError("the counts do not match")
             }
         }
+        try Self.threeLevelStack(coordinator)
         print("statistics: \(coordinator.statistics)")
         print(keep ? "store kept at \(directory.path)" : "removed \(directory.path)")
+    }
+
+    /// The stack the guides recommend: a private root that alone writes the store, a main-queue
+    /// child for the interface, a worker below it. The worker's save pushes into the main context;
+    /// saving the chain writes the store.
+    static func threeLevelStack(_ coordinator: PersistentStoreCoordinator) throws {
+        let root = ManagedObjectContext(concurrencyType: .privateQueue)
+        root.name = "root"
+        root.persistentStoreCoordinator = coordinator
+        let main = ManagedObjectContext(concurrencyType: .mainQueue)
+        main.name = "main (child of root)"
+        main.parent = root
+        let worker = ManagedObjectContext(concurrencyType: .privateQueue)
+        worker.name = "worker (child of main)"
+        worker.parent = main
+        let count = 1_000
+        try worker.performAndWait {
+            let folder = Folder(context: worker)
+            folder.name = "Stack"
+            for i in 0..<count {
+                let note = Note(context: worker)
+                note.title = "Stacked #\(i)"
+                note.folder = folder
+            }
+            try worker.save()  // into main, not the store
+        }
+        let inMain = try main.performAndWait { try main.fetchCount(FetchDescriptor<Note>(predicate: #Predicate { $0.title.starts(with: "Stacked") })) }
+        let check = ManagedObjectContext(concurrencyType: .privateQueue)
+        check.persistentStoreCoordinator = coordinator
+        func stored() throws -> Int {
+            try check.performAndWait { try check.fetchCount(FetchDescriptor<Note>(predicate: #Predicate { $0.title.starts(with: "Stacked") })) }
+        }
+        let beforeChain = try stored()
+        try main.saveChainNow()  // main → root → store
+        let afterChain = try stored()
+        print("three-level stack: the worker pushed \(inMain) notes into main (\(beforeChain) in the store); after saving the chain, \(afterChain) in the store")
+        guard inMain == count, beforeChain == 0, afterChain == count else { throw ValidationError("the three-level stack lost changes") }
     }
 
     /// One main-queue fetch of 20 notes by an indexed attribute, faulting in their titles and folders.

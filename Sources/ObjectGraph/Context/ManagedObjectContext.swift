@@ -64,6 +64,8 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
     public var parent: ManagedObjectContext? {
         didSet {
             if parent != nil { _coordinator = nil }
+            // A child of a container's context is the container's work too: shutdown waits for it.
+            if activityTracker == nil { activityTracker = parent?.activityTracker }
             parentDidChange(from: oldValue)
         }
     }

@@ -316,7 +316,7 @@ open class ManagedObject: Hashable, CustomStringConvertible {
 
     func relationshipValue(_ relationship: RelationshipDescription) -> RelationshipValue {
         if let value = toMany[relationship.index] { return value }
-        let value = RelationshipValue(isOrdered: relationship.isOrdered, loaded: flags.contains(.inserted) || objectID.isTemporaryID)
+        let value = RelationshipValue(isOrdered: relationship.isOrdered, loaded: flags.contains(.inserted))
         toMany[relationship.index] = value
         return value
     }
