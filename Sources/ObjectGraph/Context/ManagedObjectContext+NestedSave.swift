@@ -67,20 +67,6 @@ extension ManagedObjectContext {
     func makePush() throws -> (Push, SavedObjects) {
         var push = Push()
         var saved = SavedObjects()
-        func pushedValues(_ object: ManagedObject) throws -> [Value] {
-            var values = object.values
-            for (index, value) in values.enumerated() {
-                if case .objectID(let id) = value, let permanent = aliases[id] { values[index] = .objectID(permanent) }
-            }
-            for attribute in object.entity.attributes where attribute.attributeType == .transformable {
-                if let box = object.boxed[attribute.index], object.changedIndices.contains(attribute.index) || object.isInserted {
-                    values[attribute.index] = .data(try TransformableCoding.encode(box, valueType: attribute.valueType))
-                } else if case .data(let data) = values[attribute.index], data.isEmpty, object.snapshot == nil {
-                    values[attribute.index] = .null
-                }
-            }
-            return values
-        }
         func pushedRelationships(_ object: ManagedObject, whole: Bool) -> [PushedRelationship] {
             var result: [PushedRelationship] = []
             for (index, value) in object.toMany where whole || value.hasChanges {
@@ -98,7 +84,7 @@ extension ManagedObjectContext {
         }
         for object in insertedObjects where !object.isDeleted {
             push.inserted.append(PushedObject(
-                id: object.objectID, entity: object.entity, values: try pushedValues(object), changedIndices: [],
+                id: object.objectID, entity: object.entity, values: try writtenValues(of: object, encodingChangedOnly: true), changedIndices: [],
                 relationships: pushedRelationships(object, whole: true), base: nil))
             saved.inserted.append(object)
         }
@@ -111,7 +97,7 @@ extension ManagedObjectContext {
                 }
             }
             push.updated.append(PushedObject(
-                id: object.objectID, entity: object.entity, values: try pushedValues(object), changedIndices: columns.sorted(),
+                id: object.objectID, entity: object.entity, values: try writtenValues(of: object, encodingChangedOnly: true), changedIndices: columns.sorted(),
                 relationships: pushedRelationships(object, whole: false), base: object.snapshot))
             saved.updated.append(object)
         }

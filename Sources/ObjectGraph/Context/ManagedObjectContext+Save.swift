@@ -86,25 +86,30 @@ extension ManagedObjectContext {
         var deleted: [ManagedObject] = []
     }
 
+    /// An object's values as a save writes them (to the store or into the parent): object IDs that
+    /// have permanent IDs by now take them, and transformable values are encoded — every boxed one,
+    /// or, with `encodingChangedOnly`, only those changed since the last save (and all of a new object's).
+    func writtenValues(of object: ManagedObject, encodingChangedOnly: Bool) throws -> [Value] {
+        var values = object.values
+        for (index, value) in values.enumerated() {
+            if case .objectID(let id) = value, let permanent = aliases[id] { values[index] = .objectID(permanent) }
+        }
+        for attribute in object.entity.attributes where attribute.attributeType == .transformable {
+            let encodes = !encodingChangedOnly || object.changedIndices.contains(attribute.index) || object.isInserted
+            if let box = object.boxed[attribute.index], encodes {
+                values[attribute.index] = .data(try TransformableCoding.encode(box, valueType: attribute.valueType))
+            } else if case .data(let data) = values[attribute.index], data.isEmpty, object.snapshot == nil {
+                values[attribute.index] = .null
+            }
+        }
+        return values
+    }
+
     /// The store request for the context's changes, with IDs made canonical and transformable
     /// values encoded.
     func makeSaveRequest() throws -> (StoreSaveRequest, SavedObjects) {
         var request = StoreSaveRequest()
         var saved = SavedObjects()
-        func canonicalValues(_ object: ManagedObject) throws -> [Value] {
-            var values = object.values
-            for (index, value) in values.enumerated() {
-                if case .objectID(let id) = value, let permanent = aliases[id] { values[index] = .objectID(permanent) }
-            }
-            for attribute in object.entity.attributes where attribute.attributeType == .transformable {
-                if let box = object.boxed[attribute.index] {
-                    values[attribute.index] = .data(try TransformableCoding.encode(box, valueType: attribute.valueType))
-                } else if case .data(let d) = values[attribute.index], d.isEmpty, object.snapshot == nil {
-                    values[attribute.index] = .null
-                }
-            }
-            return values
-        }
         func relationshipChanges(_ object: ManagedObject) {
             for (index, value) in object.toMany where value.hasChanges {
                 guard let relationship = object.entity.properties[index] as? RelationshipDescription else { continue }
@@ -123,7 +128,7 @@ extension ManagedObjectContext {
         }
         for object in insertedObjects where !object.isDeleted {
             request.inserted.append(SavedObject(
-                id: object.objectID, entity: object.entity, values: try canonicalValues(object), changedIndices: [], expectedVersion: nil))
+                id: object.objectID, entity: object.entity, values: try writtenValues(of: object, encodingChangedOnly: false), changedIndices: [], expectedVersion: nil))
             relationshipChanges(object)
             saved.inserted.append(object)
         }
@@ -142,7 +147,7 @@ extension ManagedObjectContext {
             relationshipChanges(object)
             if columns.isEmpty { continue }
             request.updated.append(SavedObject(
-                id: object.objectID, entity: object.entity, values: try canonicalValues(object), changedIndices: columns.sorted(),
+                id: object.objectID, entity: object.entity, values: try writtenValues(of: object, encodingChangedOnly: false), changedIndices: columns.sorted(),
                 expectedVersion: object.snapshot?.version))
         }
         for object in deletedObjects where !object.isInserted {
