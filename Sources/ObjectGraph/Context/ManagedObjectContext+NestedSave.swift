@@ -277,24 +277,9 @@ extension ManagedObjectContext {
     /// The error of a child's save refused because its parent changed the same objects.
     func parentConflictError(_ conflicts: [VersionConflict]) -> ObjectGraphError {
         let parentName = parent?.debugName ?? ""
-        var details: [MergeConflict] = []
-        let errors = conflicts.map { conflict -> ObjectGraphError in
-            let object = registered[canonical(conflict.id)]?.takeUnretainedValue()
-            let current = object.map { Snapshot(entity: $0.entity, version: $0.snapshot?.version ?? 0, values: $0.values).dictionary } ?? [:]
-            details.append(MergeConflict(
-                objectID: conflict.id, objectSnapshot: current, cachedSnapshot: object?.snapshot?.dictionary,
-                persistedSnapshot: conflict.persisted?.dictionary, oldVersionNumber: conflict.expectedVersion,
-                newVersionNumber: conflict.persisted?.version ?? 0))
+        return conflictError(conflicts, summary: "conflicts with parent context '\(parentName)'") { conflict in
             let state = conflict.persisted == nil ? "deleted it" : "changed it"
-            return ObjectGraphError(
-                .mergeConflict,
-                "\(conflict.id) cannot be saved from context '\(debugName)' into its parent '\(parentName)': the parent \(state) since '\(debugName)' read it",
-                entityName: conflict.id.entityName, objectID: conflict.id)
+            return "\(conflict.id) cannot be saved from context '\(debugName)' into its parent '\(parentName)': the parent \(state) since '\(debugName)' read it"
         }
-        var error = errors.count == 1 ? errors[0] : ObjectGraphError(
-            .mergeConflict, "\(errors.count) conflicts with parent context '\(parentName)': " + errors.map(\.message).joined(separator: "; "),
-            objectID: errors[0].objectID, underlyingErrors: errors)
-        error.conflicts = details
-        return error
     }
 }

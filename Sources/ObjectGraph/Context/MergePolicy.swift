@@ -173,6 +173,16 @@ extension ManagedObjectContext {
     }
 
     func mergeConflictError(_ conflicts: [VersionConflict]) -> ObjectGraphError {
+        conflictError(conflicts, summary: "optimistic locking failures") { conflict in
+            let state = conflict.persisted.map { "the store has version \($0.version)" } ?? "the row was deleted"
+            return "\(conflict.id) was changed by another context since context '\(debugName)' read it (read version \(conflict.expectedVersion), \(state))"
+        }
+    }
+
+    /// A `.mergeConflict` error for version conflicts, found against the store or a parent: one
+    /// error per object (`message` says what happened to it), each object's in-memory, cached and
+    /// persisted values in `conflicts`.
+    func conflictError(_ conflicts: [VersionConflict], summary: String, message: (VersionConflict) -> String) -> ObjectGraphError {
         var details: [MergeConflict] = []
         let errors = conflicts.map { conflict -> ObjectGraphError in
             let object = registered[canonical(conflict.id)]?.takeUnretainedValue()
@@ -181,14 +191,10 @@ extension ManagedObjectContext {
                 objectID: conflict.id, objectSnapshot: current, cachedSnapshot: object?.snapshot?.dictionary,
                 persistedSnapshot: conflict.persisted?.dictionary, oldVersionNumber: conflict.expectedVersion,
                 newVersionNumber: conflict.persisted?.version ?? 0))
-            let state = conflict.persisted.map { "the store has version \($0.version)" } ?? "the row was deleted"
-            return ObjectGraphError(
-                .mergeConflict,
-                "\(conflict.id) was changed by another context since context '\(debugName)' read it (read version \(conflict.expectedVersion), \(state))",
-                entityName: conflict.id.entityName, objectID: conflict.id)
+            return ObjectGraphError(.mergeConflict, message(conflict), entityName: conflict.id.entityName, objectID: conflict.id)
         }
         var error = errors.count == 1 ? errors[0] : ObjectGraphError(
-            .mergeConflict, "\(errors.count) optimistic locking failures: " + errors.map(\.message).joined(separator: "; "),
+            .mergeConflict, "\(errors.count) \(summary): " + errors.map(\.message).joined(separator: "; "),
             objectID: errors[0].objectID, underlyingErrors: errors)
         error.conflicts = details
         return error

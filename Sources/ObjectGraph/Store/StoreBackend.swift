@@ -18,7 +18,7 @@ struct StoreRow: Sendable {
 }
 
 /// A fetch in store terms.
-struct StoreFetchRequest: @unchecked Sendable {  // FetchPredicate and descriptors are immutable values
+struct StoreFetchRequest: Sendable {
     var entity: EntityDescription
     var includesSubentities: Bool = true
     var predicate: FetchPredicate?

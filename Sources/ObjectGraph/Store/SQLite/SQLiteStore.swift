@@ -411,8 +411,7 @@ final class SQLiteStore: StoreBackend {
         var conflicts: [VersionConflict] = []
         var checks: [Int: [(Int64, SavedObject)]] = [:]
         for object in request.updated + request.deleted {
-            guard let expected = object.expectedVersion, let pk = object.id.primaryKey else { continue }
-            _ = expected
+            guard object.expectedVersion != nil, let pk = object.id.primaryKey else { continue }
             checks[object.entity.rootEntity.entityCode, default: []].append((pk, object))
         }
         for (rootCode, list) in checks {
