@@ -12,7 +12,12 @@ import Foundation
 ///   only `*`, `?` and `\`-escapes; `MATCHES` matches a regular expression against the whole string.
 /// - Relationships and `SELF` compare by object ID; ordering them is false.
 /// - Over a to-many key path, `ANY` is false and `ALL` and `NONE` are true when it is empty.
+/// - Arithmetic follows SQLite (see ``PredicateArithmetic``); `SUBQUERY(…).@count` counts the
+///   elements for which its predicate holds, with its variable bound to each in turn.
 enum PredicateEvaluator {
+    /// The elements the variables of the enclosing subqueries stand for.
+    typealias Variables = [String: any PredicateSubject]
+
     /// A side of a comparison, resolved against one subject.
     enum Operand {
         case scalar(Value)
@@ -20,26 +25,28 @@ enum PredicateEvaluator {
         case collection([Value])
     }
 
-    static func evaluate(_ node: PredicateNode, with subject: any PredicateSubject) throws -> Bool {
+    static func evaluate(_ node: PredicateNode, with subject: any PredicateSubject, variables: Variables = [:]) throws -> Bool {
         switch node {
         case .constant(let value):
             return value
         case .not(let node):
-            return try !evaluate(node, with: subject)
+            return try !evaluate(node, with: subject, variables: variables)
         case .and(let nodes):
-            for node in nodes where try !evaluate(node, with: subject) { return false }
+            for node in nodes where try !evaluate(node, with: subject, variables: variables) { return false }
             return true
         case .or(let nodes):
-            for node in nodes where try evaluate(node, with: subject) { return true }
+            for node in nodes where try evaluate(node, with: subject, variables: variables) { return true }
             return false
         case .comparison(let comparison):
-            return try evaluate(comparison, with: subject)
+            return try evaluate(comparison, with: subject, variables: variables)
         }
     }
 
-    private static func evaluate(_ comparison: PredicateComparison, with subject: any PredicateSubject) throws -> Bool {
-        let (lhs, lhsShape) = try resolve(comparison.lhs, with: subject)
-        let (rhs, rhsShape) = try resolve(comparison.rhs, with: subject)
+    private static func evaluate(
+        _ comparison: PredicateComparison, with subject: any PredicateSubject, variables: Variables
+    ) throws -> Bool {
+        let (lhs, lhsShape) = try resolve(comparison.lhs, with: subject, variables: variables)
+        let (rhs, rhsShape) = try resolve(comparison.rhs, with: subject, variables: variables)
         let options = comparison.options
         switch try ComparisonShape(comparison, lhs: lhsShape, rhs: rhsShape) {
         case .scalar:
@@ -70,16 +77,70 @@ enum PredicateEvaluator {
     /// Resolves an expression: its value, and for ``ComparisonShape`` whether it is a to-many
     /// collection or a list constant.
     private static func resolve(
-        _ expression: PredicateExpression, with subject: any PredicateSubject
+        _ expression: PredicateExpression, with subject: any PredicateSubject, variables: Variables
     ) throws -> (Operand, (isCollection: Bool, isList: Bool)) {
         switch expression {
         case .constant(let value):
             return (.scalar(value), (false, false))
         case .list(let values):
             return (.collection(values), (false, true))
+        case .keyPath, .variable:
+            let (start, path) = try analyze(expression, with: subject, variables: variables)
+            return (try values(of: path, from: start), (path.isCollection, false))
+        case .arithmetic:
+            return (.scalar(try number(expression, with: subject, variables: variables)), (false, false))
+        case .subqueryCount(let subquery):
+            let (start, path) = try analyze(subquery.collection, with: subject, variables: variables)
+            try PredicateArithmetic.checkSubqueryCollection(path)
+            var inner = variables
+            var count: Int64 = 0
+            for element in try elements(of: path, from: start) {
+                inner[subquery.variable] = element
+                if try evaluate(subquery.predicate, with: subject, variables: inner) { count += 1 }
+            }
+            return (.scalar(.int(count)), (false, false))
+        }
+    }
+
+    /// The subject a key path or variable key path starts from, and the path checked against its entity.
+    private static func analyze(
+        _ expression: PredicateExpression, with subject: any PredicateSubject, variables: Variables
+    ) throws -> (any PredicateSubject, AnalyzedKeyPath) {
+        switch expression {
         case .keyPath(let components):
-            let path = try AnalyzedKeyPath(components, from: subject.predicateEntity)
-            return (try values(of: path, from: subject), (path.isCollection, false))
+            return (subject, try AnalyzedKeyPath(components, from: subject.predicateEntity))
+        case .variable(let name, let components):
+            guard let element = variables[name] else { throw PredicateArithmetic.undefinedVariable(name) }
+            return (element, try AnalyzedKeyPath(components, from: element.predicateEntity))
+        default:
+            throw ObjectGraphError(.invalidFetchRequest, "'\(expression.format)' is not a key path")
+        }
+    }
+
+    /// The value of an arithmetic operand: a number, or nil.
+    ///
+    /// - Throws: ``ObjectGraphError/invalidFetchRequest`` when an operand is not a number (a
+    ///   string, a relationship, a to-many key path), as SQL generation does.
+    private static func number(
+        _ expression: PredicateExpression, with subject: any PredicateSubject, variables: Variables
+    ) throws -> Value {
+        switch expression {
+        case .arithmetic(let op, let lhs, let rhs):
+            return op.apply(
+                try number(lhs, with: subject, variables: variables), try number(rhs, with: subject, variables: variables))
+        case .constant(let value):
+            try PredicateArithmetic.checkOperand(value)
+            return value
+        case .keyPath, .variable:
+            let (start, path) = try analyze(expression, with: subject, variables: variables)
+            try PredicateArithmetic.checkOperand(path)
+            guard case .scalar(let value) = try values(of: path, from: start) else { return .null }
+            return value
+        case .subqueryCount:
+            guard case (.scalar(let value), _) = try resolve(expression, with: subject, variables: variables) else { return .null }
+            return value
+        case .list:
+            throw PredicateArithmetic.notANumber("the list \(expression.format)")
         }
     }
 
@@ -118,6 +179,20 @@ enum PredicateEvaluator {
         if path.isCount { return .scalar(.int(Int64(frontier.count))) }
         let values = attributeValues ?? frontier.map { $0?.predicateObjectID.map(Value.objectID) ?? .null }
         return path.toManyIndex == nil ? .scalar(values.first ?? .null) : .collection(values)
+    }
+
+    /// The destinations of a key path that ends with a to-many relationship.
+    static func elements(of path: AnalyzedKeyPath, from subject: any PredicateSubject) throws -> [any PredicateSubject] {
+        var frontier: [any PredicateSubject] = [subject]
+        for step in path.steps {
+            switch step {
+            case .toOne(let relationship), .toMany(let relationship):
+                frontier = try frontier.flatMap { try destinations(of: relationship.name, from: $0) }
+            case .attribute:
+                preconditionFailure("checked by checkSubqueryCollection")
+            }
+        }
+        return frontier
     }
 
     private static func destinations(of key: String, from object: any PredicateSubject) throws -> [any PredicateSubject] {

@@ -102,6 +102,59 @@ indirect enum PredicateExpression: Sendable, Hashable {
     /// A key path from the evaluated object, one property per component; `@count` may end it.
     /// No components means `SELF`.
     case keyPath([String])
+    /// A key path from the variable of an enclosing `SUBQUERY` (`$n.title`): its name without `$`,
+    /// then the components. No components means the element itself.
+    case variable(String, [String])
+    /// `lhs op rhs` on numbers (`rank + 1`, `score * 2`).
+    case arithmetic(PredicateArithmetic, PredicateExpression, PredicateExpression)
+    /// `SUBQUERY(collection, $variable, predicate).@count`: how many elements of a to-many key
+    /// path satisfy a predicate about one element.
+    case subqueryCount(PredicateSubquery)
+}
+
+/// An arithmetic operator of the format language. Operands are numbers (integers, booleans,
+/// doubles, decimals, dates as seconds since 2001); the result follows SQLite's rules, which
+/// in-memory evaluation reproduces: integers give an integer (a real when it overflows), anything
+/// else a real; division and remainder by zero give nil, as does a result that is not a number.
+enum PredicateArithmetic: Sendable, Hashable {
+    case add, subtract, multiply
+    /// `/`: truncating division when both operands are integers (Swift's `Int` division), real
+    /// division otherwise.
+    case divide
+    /// `modulus:by:(a, b)`: the remainder of truncating division, with the sign of `a` (Swift's `%`).
+    /// Real operands are truncated to integers first, as SQLite's `%` does.
+    case remainder
+
+    /// The operator's spelling in a format string (`remainder` is written as a function).
+    var symbol: String {
+        switch self {
+        case .add: "+"
+        case .subtract: "-"
+        case .multiply: "*"
+        case .divide: "/"
+        case .remainder: "modulus:by:"
+        }
+    }
+
+    /// 1 for `+` and `-`, 2 for `*` and `/` (which bind tighter).
+    var precedence: Int {
+        switch self {
+        case .add, .subtract: 1
+        case .multiply, .divide, .remainder: 2
+        }
+    }
+}
+
+/// `SUBQUERY(collection, $variable, predicate)`: the elements of a to-many key path for which
+/// `predicate` holds, where the predicate reads one element through `$variable`. Plain key paths
+/// in the predicate still start from the evaluated object.
+struct PredicateSubquery: Sendable, Hashable {
+    /// A key path (``PredicateExpression/keyPath(_:)`` or ``PredicateExpression/variable(_:_:)``)
+    /// that ends with a to-many relationship.
+    var collection: PredicateExpression
+    /// The variable's name, without `$`.
+    var variable: String
+    var predicate: PredicateNode
 }
 
 // MARK: - Rendering as a format string
@@ -148,12 +201,27 @@ extension PredicateComparison {
 }
 
 extension PredicateExpression {
-    var format: String {
+    var format: String { format(precedence: 0) }
+
+    /// The expression as a format string, parenthesized when it is arithmetic that binds looser
+    /// than `precedence` (1: an operand of `+` or `-`; 2: of `*` or `/`; 3: the right-hand
+    /// operand of `*` or `/`, or of `-` when written 2).
+    private func format(precedence: Int) -> String {
         switch self {
-        case .constant(let value): value.predicateLiteral
-        case .list(let values): "{" + values.map(\.predicateLiteral).joined(separator: ", ") + "}"
+        case .constant(let value): return value.predicateLiteral
+        case .list(let values): return "{" + values.map(\.predicateLiteral).joined(separator: ", ") + "}"
         case .keyPath(let components):
-            components.isEmpty ? "SELF" : components.map(PredicateLexicon.keyPathComponentFormat).joined(separator: ".")
+            return components.isEmpty ? "SELF" : components.map(PredicateLexicon.keyPathComponentFormat).joined(separator: ".")
+        case .variable(let name, let components):
+            return (["$" + name] + components.map(PredicateLexicon.keyPathComponentFormat)).joined(separator: ".")
+        case .arithmetic(.remainder, let lhs, let rhs):
+            return "modulus:by:(\(lhs.format), \(rhs.format))"
+        case .arithmetic(let op, let lhs, let rhs):
+            // Left-associative: the right-hand operand of the same precedence needs parentheses.
+            let text = lhs.format(precedence: op.precedence) + " " + op.symbol + " " + rhs.format(precedence: op.precedence + 1)
+            return precedence > op.precedence ? "(" + text + ")" : text
+        case .subqueryCount(let subquery):
+            return "SUBQUERY(\(subquery.collection.format), $\(subquery.variable), \(subquery.predicate.format)).@count"
         }
     }
 }

@@ -1,61 +1,22 @@
 import Foundation
 
-// MARK: - Tokens
-
-private struct PredicateToken {
-    enum Kind: Equatable {
-        /// A word: a key or a reserved word (`text` keeps the spelling).
-        case word
-        /// `#word`: a key, even when it is spelled like a reserved word.
-        case escapedWord
-        case string
-        case number
-        /// A format specifier; `text` is its conversion, such as `@`, `K`, `d`, `ld`, `f`.
-        case specifier
-        case variable
-        /// `@count` and the like.
-        case aggregate
-        /// `( ) { } [ ] , .` and the operators `== != < <= > >= && || ! =`.
-        case symbol
-        case end
-    }
-
-    var kind: Kind
-    var text: String
-    /// Offset, in characters, of the token's first character in the format.
-    var position: Int
-
-    /// The token as a message names it.
-    var quoted: String {
-        switch kind {
-        case .end: "the end of the format"
-        case .string: "string " + PredicateLexicon.quote(text)
-        case .specifier: "'%\(text)'"
-        case .variable: "'$\(text)'"
-        case .escapedWord: "'#\(text)'"
-        default: "'\(text)'"
-        }
-    }
-
-    func isSymbol(_ symbol: String) -> Bool { kind == .symbol && text == symbol }
-    func isWord(_ word: String) -> Bool { kind == .word && text.uppercased() == word }
-}
-
 // MARK: - Parser
 
 /// Parses Core Data's predicate format language into a ``PredicateNode``, substituting arguments.
 ///
 /// The grammar, loosest first: `OR` (`||`), `AND` (`&&`), `NOT` (`!`), then a parenthesized
 /// predicate, `TRUEPREDICATE`, `FALSEPREDICATE` or a comparison
-/// `[ANY|SOME|ALL|NONE] expression operator[c|d|cd] expression`. Reserved words are
-/// case-insensitive. Errors are ``ObjectGraphError/predicateSyntax`` with the offset (in
+/// `[ANY|SOME|ALL|NONE] expression operator[c|d|cd] expression`. Expressions are sums (`+`, `-`)
+/// of products (`*`, `/`) of operands: constants, key paths, lists, `-operand`, `(expression)`,
+/// `modulus:by:(a, b)`, `SUBQUERY(collection, $variable, predicate).@count`, and inside a
+/// subquery `$variable.key`. Reserved words are case-insensitive. Errors are ``ObjectGraphError/predicateSyntax`` with the offset (in
 /// characters) of the mistake.
 struct PredicateParser {
-    private let format: String
-    private let characters: [Character]
+    private var scanner: PredicateScanner
     private let arguments: [PredicateArgument]
     private var nextArgument = 0
-    private var offset = 0
+    /// The variables of the enclosing `SUBQUERY`s, innermost last.
+    private var variables: [String] = []
     private var lookahead: PredicateToken?
     /// The last token consumed, for messages ("expected a value after '>'").
     private var previous: PredicateToken?
@@ -69,8 +30,7 @@ struct PredicateParser {
     }
 
     private init(format: String, arguments: [PredicateArgument]) {
-        self.format = format
-        self.characters = Array(format)
+        self.scanner = PredicateScanner(format: format)
         self.arguments = arguments
     }
 
@@ -115,7 +75,7 @@ struct PredicateParser {
     private mutating func parsePrimary() throws -> PredicateNode {
         let token = try peek()
         if token.kind == .end || token.isSymbol(")") { throw expected("a predicate", found: token) }
-        if token.isSymbol("(") {
+        if token.isSymbol("("), try !opensExpression() {
             advance()
             let node = try parseOr()
             let close = try peek()
@@ -131,6 +91,20 @@ struct PredicateParser {
             return .constant(token.isWord("TRUEPREDICATE"))
         }
         return .comparison(try parseComparison())
+    }
+
+    /// Whether the `(` ahead opens an expression (`(rank + 1) * 2 > 6`) rather than a predicate:
+    /// whether an arithmetic or comparison operator follows its `)`.
+    private func opensExpression() throws -> Bool {
+        var scanner = self.scanner
+        var depth = 1  // the lookahead is the `(`
+        while depth > 0 {
+            let token = try scanner.scan()
+            if token.kind == .end { return false }
+            if token.isSymbol("(") { depth += 1 } else if token.isSymbol(")") { depth -= 1 }
+        }
+        let next = try scanner.scan()
+        return Self.comparisonOperator(next) != nil || ["+", "-", "*", "/"].contains { next.isSymbol($0) }
     }
 
     private mutating func parseComparison() throws -> PredicateComparison {
@@ -214,7 +188,46 @@ struct PredicateParser {
 
     // MARK: Expressions
 
+    /// A sum: products joined by `+` and `-`, left to right.
     private mutating func parseExpression() throws -> PredicateExpression {
+        var expression = try parseProduct()
+        while true {
+            let token = try peek()
+            let op: PredicateArithmetic
+            if token.isSymbol("+") { op = .add } else if token.isSymbol("-") { op = .subtract } else { return expression }
+            advance()
+            expression = .arithmetic(op, expression, try parseProduct())
+        }
+    }
+
+    /// A product: signed operands joined by `*` and `/`, left to right.
+    private mutating func parseProduct() throws -> PredicateExpression {
+        var expression = try parseSigned()
+        while true {
+            let token = try peek()
+            let op: PredicateArithmetic
+            if token.isSymbol("*") { op = .multiply } else if token.isSymbol("/") { op = .divide } else { return expression }
+            advance()
+            expression = .arithmetic(op, expression, try parseSigned())
+        }
+    }
+
+    /// An operand with optional signs: `-3` is a negative literal, `-rank` is `0 - rank`.
+    private mutating func parseSigned() throws -> PredicateExpression {
+        let token = try peek()
+        guard token.isSymbol("-") || token.isSymbol("+") else { return try parseOperand() }
+        advance()
+        let isNegative = token.isSymbol("-")
+        let operandToken = try peek()
+        if operandToken.kind == .number {
+            advance()
+            return .constant(try number(operandToken, negative: isNegative))
+        }
+        let operand = try parseSigned()
+        return isNegative ? .arithmetic(.subtract, .constant(.int(0)), operand) : operand
+    }
+
+    private mutating func parseOperand() throws -> PredicateExpression {
         let token = try peek()
         switch token.kind {
         case .end:
@@ -229,7 +242,16 @@ struct PredicateParser {
             advance()
             return try substitute(token)
         case .variable:
-            throw error("variables such as '$\(token.text)' are not supported; use a format argument", at: token.position)
+            guard variables.contains(token.text) else {
+                throw error(
+                    "variable '$\(token.text)' is not defined: variables name the elements of a SUBQUERY; elsewhere use a format argument",
+                    at: token.position)
+            }
+            advance()
+            return .variable(token.text, try parseKeyPathTail([]))
+        case .function:
+            advance()
+            return try parseFunction(token)
         case .aggregate:
             throw expected("a value", found: token)
         case .escapedWord:
@@ -252,6 +274,9 @@ struct PredicateParser {
             case "CAST":
                 advance()
                 return .constant(try parseCast(token))
+            case "SUBQUERY":
+                advance()
+                return try parseSubquery(token)
             case let word where PredicateLexicon.reservedWords.contains(word):
                 throw error(
                     "expected a value" + (previous.map { " after \($0.quoted)" } ?? "")
@@ -265,6 +290,12 @@ struct PredicateParser {
             if token.isSymbol("{") {
                 advance()
                 return .list(try parseList(open: token))
+            }
+            if token.isSymbol("(") {
+                advance()
+                let expression = try parseExpression()
+                try close(token, "')' to close the '(' at offset \(token.position)")
+                return expression
             }
             throw expected("a value", found: token)
         }
@@ -303,7 +334,8 @@ struct PredicateParser {
             switch try parseExpression() {
             case .constant(let value): values.append(value)
             case .list: throw error("a list may not contain a list", at: token.position)
-            case .keyPath: throw error("a list may contain only values, not key paths", at: token.position)
+            case .keyPath, .variable, .arithmetic, .subqueryCount:
+                throw error("a list may contain only values, not key paths or arithmetic", at: token.position)
             }
             let separator = try peek()
             if separator.isSymbol(",") {
@@ -317,6 +349,68 @@ struct PredicateParser {
                     at: separator.position)
             }
         }
+    }
+
+    /// Consumes `)` or throws "expected …".
+    private mutating func close(_ open: PredicateToken, _ what: String) throws {
+        let token = try peek()
+        guard token.isSymbol(")") else { throw expected(what, found: token) }
+        advance()
+    }
+
+    /// `modulus:by:(a, b)`, the one function of the format language ObjectGraph evaluates.
+    private mutating func parseFunction(_ function: PredicateToken) throws -> PredicateExpression {
+        guard function.text == "modulus:by:" else {
+            throw error("unsupported function '\(function.text)' (modulus:by: is supported)", at: function.position)
+        }
+        let open = try peek()
+        guard open.isSymbol("(") else { throw expected("'(' after '\(function.text)'", found: open) }
+        advance()
+        let dividend = try parseExpression()
+        guard try peek().isSymbol(",") else { throw expected("','", found: try peek()) }
+        advance()
+        let divisor = try parseExpression()
+        try close(open, "')' to close '\(function.text)('")
+        return .arithmetic(.remainder, dividend, divisor)
+    }
+
+    /// `SUBQUERY(collection, $variable, predicate).@count`.
+    private mutating func parseSubquery(_ keyword: PredicateToken) throws -> PredicateExpression {
+        let open = try peek()
+        guard open.isSymbol("(") else { throw expected("'(' after SUBQUERY", found: open) }
+        advance()
+        let collectionToken = try peek()
+        let collection = try parseOperand()
+        switch collection {
+        case .keyPath(let components), .variable(_, let components):
+            guard components.last != "@count" else {
+                throw error("the collection of a SUBQUERY is a to-many key path, not a count", at: collectionToken.position)
+            }
+        default:
+            throw error("the collection of a SUBQUERY must be a to-many key path", at: collectionToken.position)
+        }
+        guard try peek().isSymbol(",") else { throw expected("','", found: try peek()) }
+        advance()
+        let variable = try peek()
+        guard variable.kind == .variable else { throw expected("a variable such as '$x'", found: variable) }
+        advance()
+        guard try peek().isSymbol(",") else { throw expected("','", found: try peek()) }
+        advance()
+        variables.append(variable.text)
+        let predicate = try parseOr()
+        variables.removeLast()
+        try close(open, "')' to close 'SUBQUERY('")
+        let dot = try peek()
+        guard dot.isSymbol(".") else {
+            throw error("a SUBQUERY must be followed by '.@count' (ObjectGraph counts subquery results)", at: dot.position)
+        }
+        advance()
+        let count = try peek()
+        guard count.kind == .aggregate, count.text.lowercased() == "@count" else {
+            throw error("a SUBQUERY must be followed by '.@count' (ObjectGraph counts subquery results)", at: count.position)
+        }
+        advance()
+        return .subqueryCount(PredicateSubquery(collection: collection, variable: variable.text, predicate: predicate))
     }
 
     /// `CAST(value, "Type")`, the form `predicateFormat` writes dates, decimals, data, UUIDs and URLs in.
@@ -355,13 +449,14 @@ struct PredicateParser {
         return converted
     }
 
-    private func number(_ token: PredicateToken) throws -> Value {
-        let isInteger = !token.text.contains(where: { $0 == "." || $0 == "e" || $0 == "E" })
+    private func number(_ token: PredicateToken, negative: Bool = false) throws -> Value {
+        let text = (negative ? "-" : "") + token.text
+        let isInteger = !text.contains(where: { $0 == "." || $0 == "e" || $0 == "E" })
         if isInteger {
-            if let value = Int64(token.text) { return .int(value) }
-            throw error("the integer \(token.text) is too large", at: token.position)
+            if let value = Int64(text) { return .int(value) }
+            throw error("the integer \(text) is too large", at: token.position)
         }
-        if let value = Double(token.text) { return .double(value) }
+        if let value = Double(text) { return .double(value) }
         throw error("malformed number '\(token.text)'", at: token.position)
     }
 
@@ -433,15 +528,12 @@ struct PredicateParser {
     }
 
     private func error(_ message: String, at position: Int) -> ObjectGraphError {
-        ObjectGraphError(
-            .predicateSyntax, "at offset \(position): \(message) in \(PredicateLexicon.quote(format))", position: position)
+        scanner.error(message, at: position)
     }
-
-    // MARK: Tokenizer
 
     private mutating func peek() throws -> PredicateToken {
         if let lookahead { return lookahead }
-        let token = try scan()
+        let token = try scanner.scan()
         lookahead = token
         return token
     }
@@ -450,184 +542,6 @@ struct PredicateParser {
     private mutating func advance() {
         previous = lookahead
         lookahead = nil
-    }
-
-    private func character(at index: Int) -> Character? {
-        index < characters.count ? characters[index] : nil
-    }
-
-    private static func isWordStart(_ c: Character) -> Bool { c.isLetter || c == "_" }
-    private static func isWordPart(_ c: Character) -> Bool { c.isLetter || c.isNumber || c == "_" }
-
-    private mutating func scan() throws -> PredicateToken {
-        while let c = character(at: offset), c.isWhitespace { offset += 1 }
-        let start = offset
-        guard let c = character(at: offset) else { return PredicateToken(kind: .end, text: "", position: start) }
-        offset += 1
-        func token(_ kind: PredicateToken.Kind, _ text: String) -> PredicateToken {
-            PredicateToken(kind: kind, text: text, position: start)
-        }
-        func word(from index: Int) -> String {
-            var end = index
-            while let d = character(at: end), Self.isWordPart(d) { end += 1 }
-            offset = end
-            return String(characters[index..<end])
-        }
-        switch c {
-        case "'", "\"":
-            return token(.string, try scanString(quote: c, start: start))
-        case "(", ")", "{", "}", "[", "]", ",":
-            return token(.symbol, String(c))
-        case ".":
-            if let d = character(at: offset), d.isASCII, d.isNumber {
-                offset = start
-                return token(.number, try scanNumber())
-            }
-            return token(.symbol, ".")
-        case "=":
-            if let d = character(at: offset), d == "=" || d == "<" || d == ">" {
-                offset += 1
-                return token(.symbol, "=" + String(d))
-            }
-            return token(.symbol, "=")
-        case "<":
-            if let d = character(at: offset), d == "=" || d == ">" {
-                offset += 1
-                return token(.symbol, "<" + String(d))
-            }
-            return token(.symbol, "<")
-        case ">":
-            if character(at: offset) == "=" {
-                offset += 1
-                return token(.symbol, ">=")
-            }
-            return token(.symbol, ">")
-        case "!":
-            if character(at: offset) == "=" {
-                offset += 1
-                return token(.symbol, "!=")
-            }
-            return token(.symbol, "!")
-        case "&", "|":
-            guard character(at: offset) == c else {
-                throw error("unexpected '\(c)' (did you mean '\(c)\(c)'?)", at: start)
-            }
-            offset += 1
-            return token(.symbol, String(c) + String(c))
-        case "%":
-            return token(.specifier, try scanSpecifier(start: start))
-        case "$":
-            let name = word(from: offset)
-            guard !name.isEmpty else { throw error("expected a variable name after '$'", at: start) }
-            return token(.variable, name)
-        case "@":
-            let name = word(from: offset)
-            guard !name.isEmpty else { throw error("expected a collection operator such as '@count' after '@'", at: start) }
-            return token(.aggregate, "@" + name)
-        case "#":
-            guard let d = character(at: offset), Self.isWordStart(d) else {
-                throw error("expected a key after '#'", at: start)
-            }
-            return token(.escapedWord, word(from: offset))
-        case "-", "+":
-            if let d = character(at: offset), d.isASCII, d.isNumber || d == "." {
-                offset = start
-                return token(.number, try scanNumber())
-            }
-            throw error("unexpected '\(c)' (arithmetic is not supported)", at: start)
-        default:
-            if c.isASCII && c.isNumber {
-                offset = start
-                return token(.number, try scanNumber())
-            }
-            if Self.isWordStart(c) { return token(.word, word(from: start)) }
-            throw error("unexpected character '\(c)'", at: start)
-        }
-    }
-
-    private mutating func scanNumber() throws -> String {
-        let start = offset
-        var text = ""
-        func digits() {
-            while let d = character(at: offset), d.isASCII, d.isNumber {
-                text.append(d)
-                offset += 1
-            }
-        }
-        if let sign = character(at: offset), sign == "-" || sign == "+" {
-            if sign == "-" { text.append(sign) }
-            offset += 1
-        }
-        digits()
-        if character(at: offset) == ".", let d = character(at: offset + 1), d.isASCII, d.isNumber {
-            text.append(".")
-            offset += 1
-            digits()
-        }
-        if let e = character(at: offset), e == "e" || e == "E" {
-            var look = offset + 1
-            if let sign = character(at: look), sign == "-" || sign == "+" { look += 1 }
-            if let d = character(at: look), d.isASCII, d.isNumber {
-                text.append(contentsOf: String(characters[offset..<look]))
-                offset = look
-                digits()
-            }
-        }
-        if let d = character(at: offset), Self.isWordPart(d) {
-            throw error("malformed number starting '\(String(characters[start..<offset]))\(d)'", at: start)
-        }
-        return text
-    }
-
-    private mutating func scanString(quote: Character, start: Int) throws -> String {
-        var text = ""
-        while let c = character(at: offset) {
-            offset += 1
-            if c == quote { return text }
-            guard c == "\\" else {
-                text.append(c)
-                continue
-            }
-            guard let escaped = character(at: offset) else { break }
-            offset += 1
-            switch escaped {
-            case "n": text.append("\n")
-            case "t": text.append("\t")
-            case "r": text.append("\r")
-            case "0": text.append("\0")
-            case "\\", "'", "\"": text.append(escaped)
-            case "u":
-                let hex = (0..<4).compactMap { character(at: offset + $0) }
-                guard hex.count == 4, let value = UInt32(String(hex), radix: 16), let scalar = Unicode.Scalar(value) else {
-                    throw error("malformed '\\u' escape (expected four hexadecimal digits)", at: offset - 2)
-                }
-                offset += 4
-                text.unicodeScalars.append(scalar)
-            default:
-                // Unknown escapes keep their backslash, so `\*` reaches LIKE as an escaped `*`.
-                text.append("\\")
-                text.append(escaped)
-            }
-        }
-        throw error("unterminated string starting at offset \(start)", at: start)
-    }
-
-    private mutating func scanSpecifier(start: Int) throws -> String {
-        var text = ""
-        while let c = character(at: offset), "hlqzL".contains(c), text.count < 2 {
-            text.append(c)
-            offset += 1
-        }
-        guard let conversion = character(at: offset) else {
-            throw error("incomplete format specifier '%\(text)'", at: start)
-        }
-        let valid: Set<Character> = text.isEmpty ? ["@", "K", "d", "i", "u", "o", "x", "X", "f", "F", "e", "E", "g", "G", "s"]
-            : ["d", "i", "u", "o", "x", "X", "f", "F", "e", "E", "g", "G"]
-        guard valid.contains(conversion) else {
-            throw error("unknown format specifier '%\(text)\(conversion)'", at: start)
-        }
-        offset += 1
-        return text + String(conversion)
     }
 }
 

@@ -212,6 +212,19 @@ struct SQLQueryTestDatabase: Sendable {
         }
     }
 
+    /// The first column of the first row of a query: nil, an integer, a real, a string or data.
+    func scalar(_ sql: String, _ arguments: [Value] = []) throws -> Value {
+        try queue.read { db in
+            switch try DatabaseValue.fetchOne(db, sql: sql, arguments: StatementArguments(arguments.map(\.databaseValue)))?.storage {
+            case .int64(let v)?: .int(v)
+            case .double(let v)?: .double(v)
+            case .string(let v)?: .string(v)
+            case .blob(let v)?: .data(v)
+            case .null?, nil: .null
+            }
+        }
+    }
+
     /// The `detail` column of `EXPLAIN QUERY PLAN` for a query.
     func queryPlan(_ sql: String, _ arguments: [Value] = []) throws -> [String] {
         try queue.read { db in
@@ -293,6 +306,8 @@ final class SQLPredicateCompiler {
     let schema: SQLiteSchema
     let root: SQLScope
     private(set) var aliasCount: Int
+    /// The rows the variables of the enclosing SUBQUERYs range over.
+    private var variables: [String: SQLScope] = [:]
 
     init(schema: SQLiteSchema, root: SQLScope, aliasCount: Int) {
         self.schema = schema
@@ -393,12 +408,99 @@ final class SQLPredicateCompiler {
         switch expression {
         case .constant(let value): return .constant(value)
         case .list(let values): return .list(values)
-        case .keyPath(let components):
-            switch try compile(AnalyzedKeyPath(components, from: root.entity), in: root) {
+        case .keyPath, .variable:
+            let (scope, path) = try analyze(expression)
+            switch try compile(path, in: scope) {
             case .scalar(let expression): return .expression(expression)
             case .toMany(let toMany): return toMany.isCount ? .expression(try count(toMany)) : .toMany(toMany)
             }
+        case .arithmetic(let op, let lhs, let rhs):
+            return try arithmetic(op, lhs, rhs)
+        case .subqueryCount(let subquery):
+            return .expression(try count(subquery))
         }
+    }
+
+    /// The scope a key path or a variable's key path starts from, and the path checked against its entity.
+    private func analyze(_ expression: PredicateExpression) throws -> (SQLScope, AnalyzedKeyPath) {
+        switch expression {
+        case .keyPath(let components):
+            return (root, try AnalyzedKeyPath(components, from: root.entity))
+        case .variable(let name, let components):
+            guard let scope = variables[name] else { throw PredicateArithmetic.undefinedVariable(name) }
+            return (scope, try AnalyzedKeyPath(components, from: scope.entity))
+        default:
+            throw ObjectGraphError(.invalidFetchRequest, "'\(expression.format)' is not a key path")
+        }
+    }
+
+    // MARK: Arithmetic
+
+    /// `(lhs op rhs)`, or its value when both operands are constants.
+    private func arithmetic(_ op: PredicateArithmetic, _ lhs: PredicateExpression, _ rhs: PredicateExpression) throws -> Term {
+        let a = try numericOperand(lhs)
+        let b = try numericOperand(rhs)
+        if case .constant(let x) = a, case .constant(let y) = b { return .constant(op.apply(x, y)) }
+        let symbol = switch op {
+        case .add: "+"
+        case .subtract: "-"
+        case .multiply: "*"
+        case .divide: "/"
+        case .remainder: "%"
+        }
+        let (left, right) = (try sql(a), try sql(b))
+        return .expression(SQLExpression(fragment: "(\(left) \(raw: symbol) \(right))", valueClass: .numeric))
+    }
+
+    /// An operand of arithmetic: a number, checked as in-memory evaluation checks it.
+    private func numericOperand(_ expression: PredicateExpression) throws -> Term {
+        switch expression {
+        case .constant(let value):
+            try PredicateArithmetic.checkOperand(value)
+            return .constant(value)
+        case .keyPath, .variable:
+            try PredicateArithmetic.checkOperand(try analyze(expression).1)
+            return try term(expression)
+        case .arithmetic, .subqueryCount:
+            return try term(expression)
+        case .list:
+            throw PredicateArithmetic.notANumber("the list \(expression.format)")
+        }
+    }
+
+    /// A numeric term as SQL: a column or subexpression, or a bound number (NULL for nil).
+    private func sql(_ term: Term) throws -> SQLFragment {
+        switch term {
+        case .expression(let expression): return expression.fragment
+        case .constant(let value):
+            if value.isNull { return "NULL" }
+            guard let bound = bindable(value, for: .numeric, []) else { throw PredicateArithmetic.notANumber("the value \(value.predicateLiteral)") }
+            return "\(bind: bound)"
+        case .list, .toMany:
+            throw misuse()
+        }
+    }
+
+    // MARK: SUBQUERY
+
+    /// `(SELECT COUNT(*) …)`: the number of elements of the subquery's collection for which its
+    /// predicate holds, with its variable standing for the element's row.
+    private func count(_ subquery: PredicateSubquery) throws -> SQLExpression {
+        let (scope, path) = try analyze(subquery.collection)
+        try PredicateArithmetic.checkSubqueryCollection(path)
+        guard case .toMany(let toMany) = try compile(path, in: scope) else {
+            throw ObjectGraphError(.invalidFetchRequest, "Cannot translate '\(subquery.collection.format)' to SQL")
+        }
+        let rows = self.subquery(toMany, joiningDestination: true)
+        guard let element = rows.destination else { preconditionFailure("the destination is joined") }
+        let outer = variables[subquery.variable]
+        variables[subquery.variable] = element
+        defer { variables[subquery.variable] = outer }
+        let condition = try self.condition(subquery.predicate)
+        var from = rows.from
+        if !element.joins.isEmpty { from += " " + element.joins.joined(separator: " ") }
+        return SQLExpression(
+            fragment: "(SELECT COUNT(*) FROM \(raw: from) WHERE \(raw: rows.correlation) AND (\(condition)))", valueClass: .numeric)
     }
 
     // MARK: Key paths

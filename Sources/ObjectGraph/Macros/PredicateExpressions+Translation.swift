@@ -137,31 +137,58 @@ extension PredicateExpressions.Comparison: TranslatableExpression {
 
 extension PredicateExpressions.Arithmetic: TranslatableExpression {
     fileprivate func translate(_ translator: inout PredicateTranslator) throws -> PredicateTranslation {
-        let left = try translator.translate(lhs)
-        let right = try translator.translate(rhs)
-        // Constant operands are folded by evaluation; a key path plus or minus an integer constant
-        // moves to the other side of the comparison above (exact for integers).
-        func integer(_ translation: PredicateTranslation) -> Int64? {
-            guard case .constant(let value) = translation, case .int(let number)? = PredicateTranslator.value(of: value) else { return nil }
-            return number
+        let op: PredicateArithmetic = switch self.op {
+        case .add: .add
+        case .subtract: .subtract
+        case .multiply: .multiply
         }
-        switch (op, left, right) {
-        case (.add, .path(let path), _):
-            if let k = integer(right) { return .offset(path, k) }
-        case (.add, _, .path(let path)):
-            if let k = integer(left) { return .offset(path, k) }
-        case (.subtract, .path(let path), _):
-            if let k = integer(right), k != .min { return .offset(path, -k) }
-        case (.add, .offset(let path, let k0), _):
-            if let k = integer(right) { return .offset(path, k0 &+ k) }
-        case (.subtract, .offset(let path, let k0), _):
-            if let k = integer(right) { return .offset(path, k0 &- k) }
-        default:
-            break
-        }
-        throw PredicateTranslator.unsupported(
-            self, "arithmetic on stored values is translated only as an integer key path plus or minus an integer constant")
+        return try arithmetic(op, lhs, rhs, translator: &translator, node: self)
     }
+}
+
+extension PredicateExpressions.IntDivision: TranslatableExpression {
+    fileprivate func translate(_ translator: inout PredicateTranslator) throws -> PredicateTranslation {
+        try arithmetic(.divide, lhs, rhs, translator: &translator, node: self)
+    }
+}
+
+extension PredicateExpressions.FloatDivision: TranslatableExpression {
+    fileprivate func translate(_ translator: inout PredicateTranslator) throws -> PredicateTranslation {
+        try arithmetic(.divide, lhs, rhs, translator: &translator, node: self)
+    }
+}
+
+extension PredicateExpressions.IntRemainder: TranslatableExpression {
+    fileprivate func translate(_ translator: inout PredicateTranslator) throws -> PredicateTranslation {
+        try arithmetic(.remainder, lhs, rhs, translator: &translator, node: self)
+    }
+}
+
+extension PredicateExpressions.UnaryMinus: TranslatableExpression {
+    fileprivate func translate(_ translator: inout PredicateTranslator) throws -> PredicateTranslation {
+        let operand = try translator.translate(wrapped)
+        if case .constant = operand { return .constant(try evaluate(PredicateBindings())) }
+        guard let number = PredicateTranslator.operand(operand) else {
+            throw PredicateTranslator.unsupported(self, "- applies to a number, not \(operand.shapeName)")
+        }
+        return .number(.arithmetic(.subtract, .value(.int(0)), number))
+    }
+}
+
+/// `lhs op rhs` on numbers: stored numeric properties, counts, constants and other arithmetic.
+/// The types of the operands decide integer or real arithmetic, in Swift and in the store alike.
+private func arithmetic(
+    _ op: PredicateArithmetic, _ lhs: some SwiftPredicateExpression, _ rhs: some SwiftPredicateExpression,
+    translator: inout PredicateTranslator, node: some SwiftPredicateExpression
+) throws -> PredicateTranslation {
+    let left = try translator.translate(lhs)
+    let right = try translator.translate(rhs)
+    if case .constant = left, case .constant = right { return .constant(try node.evaluate(PredicateBindings())) }
+    guard let a = PredicateTranslator.operand(left), let b = PredicateTranslator.operand(right) else {
+        throw PredicateTranslator.unsupported(
+            node, "arithmetic takes stored numbers, counts and constants, not \(left.shapeName) and \(right.shapeName)")
+    }
+    return .number(.arithmetic(op, a, b))
 }
 
 // MARK: - Optionals
@@ -294,7 +321,7 @@ private func quantify(
     let scope = translator.makeScope()
     translator.bindings[variable] = KeyPathValue(scope: scope, components: [])
     let condition = try translator.condition(test)
-    return .condition(try condition.quantified(quantifier, scope: scope, over: collection, node: PredicateTranslator.name(of: node)))
+    return .condition(condition.quantified(quantifier, scope: scope, over: collection))
 }
 
 // MARK: - Ranges

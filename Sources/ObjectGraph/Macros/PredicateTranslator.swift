@@ -118,11 +118,6 @@ struct PredicateTranslator {
         case (.count(let path), .constant(let constant)):
             guard let value = Self.value(of: constant) else { throw Self.unsupported(node, "a count is compared with a number") }
             return .comparison(.count(path), op, options, .value(value))
-        case (.offset(let path, let offset), .constant(let constant)):
-            guard case .int(let number)? = Self.value(of: constant) else { throw Self.unsupported(node, "integer arithmetic compares with an integer") }
-            let (shifted, overflow) = number.subtractingReportingOverflow(offset)
-            if overflow { throw Self.unsupported(node, "the arithmetic overflows") }
-            return .comparison(.path(path), op, options, .value(.int(shifted)))
         case (.coalesced(let path, let fallback), .constant):
             // `(x ?? c) op v`: x op v when x is not nil, c op v otherwise.
             let whenNil = try compare(.constant(fallback), op, rhs, options: options, node: node)
@@ -152,7 +147,23 @@ struct PredicateTranslator {
             let condition = try compare(a, order, b, options: options.union(.caseInsensitive), node: node)
             return op == .equalTo ? condition : .not(condition)
         default:
+            // Numbers computed from stored values (arithmetic, counts) compare with each other,
+            // with stored properties and with constants.
+            if let left = Self.operand(lhs), let right = Self.operand(rhs) {
+                return .comparison(left, op, options, right)
+            }
             throw Self.unsupported(node, "its operands (\(lhs.shapeName) and \(rhs.shapeName)) do not compare in a fetch")
+        }
+    }
+
+    /// A translation as an operand of a comparison or of arithmetic, when it is one.
+    static func operand(_ translation: PredicateTranslation) -> TranslatedCondition.Operand? {
+        switch translation {
+        case .path(let path): .path(path)
+        case .count(let path): .count(path)
+        case .number(let operand): operand
+        case .constant(let constant): value(of: constant).map { .value($0) }
+        default: nil
         }
     }
 }
@@ -167,8 +178,8 @@ indirect enum PredicateTranslation {
     case path(KeyPathValue)
     /// The number of destinations of a to-many relationship.
     case count(KeyPathValue)
-    /// An integer key path plus a constant.
-    case offset(KeyPathValue, Int64)
+    /// A number computed from stored values: arithmetic on key paths, counts and constants.
+    case number(TranslatedCondition.Operand)
     /// `keyPath ?? constant`.
     case coalesced(KeyPathValue, Any?)
     /// A `Bool?` from `flatMap`: nil unless `nonNil`, else `value`.
@@ -182,7 +193,7 @@ indirect enum PredicateTranslation {
         case .constant(let value): "a constant \(value.map { "\(type(of: $0))" } ?? "nil")"
         case .path(let path): "key path '\(path.description)'"
         case .count(let path): "the count of '\(path.description)'"
-        case .offset(let path, _): "arithmetic on '\(path.description)'"
+        case .number: "arithmetic"
         case .coalesced(let path, _): "'\(path.description) ?? …'"
         case .optionalCondition: "an optional condition"
         case .caseInsensitiveOrder: "a caseInsensitiveCompare result"
@@ -204,16 +215,22 @@ struct KeyPathValue: Hashable {
 /// the element of a to-many relationship, until the quantifier around it (`contains(where:)`,
 /// `allSatisfy`) is applied.
 indirect enum TranslatedCondition {
-    enum Operand {
+    indirect enum Operand {
         case path(KeyPathValue)
         case count(KeyPathValue)
         case value(Value)
         case list([Value])
+        case arithmetic(PredicateArithmetic, Operand, Operand)
+        /// How many elements of `collection` satisfy `condition`, which reads them through `scope`.
+        case subqueryCount(collection: KeyPathValue, scope: Int, condition: TranslatedCondition)
 
-        var scope: Int? {
+        /// Whether the operand reads the elements of `scope`.
+        func depends(on scope: Int) -> Bool {
             switch self {
-            case .path(let path), .count(let path): path.scope
-            case .value, .list: nil
+            case .path(let path), .count(let path): path.scope == scope
+            case .value, .list: false
+            case .arithmetic(_, let lhs, let rhs): lhs.depends(on: scope) || rhs.depends(on: scope)
+            case .subqueryCount(let collection, _, let condition): collection.scope == scope || condition.depends(on: scope)
             }
         }
     }
@@ -230,92 +247,117 @@ indirect enum TranslatedCondition {
         case .constant: false
         case .not(let c): c.depends(on: scope)
         case .and(let cs), .or(let cs): cs.contains { $0.depends(on: scope) }
-        case .comparison(let l, _, _, let r, _): l.scope == scope || r.scope == scope
+        case .comparison(let l, _, _, let r, _): l.depends(on: scope) || r.depends(on: scope)
         }
     }
 
     enum Quantifier { case any, all }
 
     /// The condition "some element (or every element) of `collection` satisfies self", where self
-    /// reads the elements through `scope`. The quantifier moves inward (`any` over `||`, `all` over
-    /// `&&`, swapping under `!`) down to comparisons, which take it as their `ANY`/`ALL` modifier.
+    /// reads the elements through `scope`.
     ///
-    /// - Throws: ``ObjectGraphError/unsupported`` when two comparisons on the element must hold
-    ///   together for the same element (`contains { $0.a == 1 && $0.b == 2 }`), which a fetch
-    ///   cannot express.
-    func quantified(_ quantifier: Quantifier, scope: Int, over collection: KeyPathValue, node: String) throws -> TranslatedCondition {
-        let nonEmpty = TranslatedCondition.comparison(.count(collection), .greaterThan, [], .value(.int(0)))
+    /// Where it can, the quantifier moves inward (`any` over `||`, `all` over `&&`, swapping under
+    /// `!`) down to comparisons, which take it as their `ANY`/`ALL` modifier. Where conditions on
+    /// the element must hold together (`contains { $0.a == 1 && $0.b == 2 }`), or the element is
+    /// used in arithmetic, counted, or compared with itself, it becomes a subquery:
+    /// `SUBQUERY(collection, $v, self).@count > 0` (any) or `SUBQUERY(collection, $v, NOT self).@count == 0` (all).
+    func quantified(_ quantifier: Quantifier, scope: Int, over collection: KeyPathValue) -> TranslatedCondition {
         guard depends(on: scope) else {
             // Independent of the element: any → self and there is an element; all → self or none.
+            let nonEmpty = TranslatedCondition.comparison(.count(collection), .greaterThan, [], .value(.int(0)))
             return quantifier == .any ? .and([self, nonEmpty]) : .or([self, .not(nonEmpty)])
         }
-        func refuse() -> ObjectGraphError {
-            ObjectGraphError(
-                .unsupported,
-                "#Predicate node \(node) cannot be translated to a fetch: its closure tests one element of '\(collection.description)' with conditions that must hold together "
-                    + "(\(quantifier == .any ? "&&" : "||") of two conditions on the element); split it into separate \(quantifier == .any ? "contains(where:)" : "allSatisfy") calls when that is what you mean")
-        }
+        if let distributed = distributed(quantifier, scope: scope, over: collection) { return distributed }
+        let matching = Operand.subqueryCount(collection: collection, scope: scope, condition: quantifier == .any ? self : .not(self))
+        return quantifier == .any
+            ? .comparison(matching, .greaterThan, [], .value(.int(0)))
+            : .comparison(matching, .equalTo, [], .value(.int(0)))
+    }
+
+    /// The quantifier moved down to the comparisons, or nil when they cannot take it.
+    private func distributed(_ quantifier: Quantifier, scope: Int, over collection: KeyPathValue) -> TranslatedCondition? {
         switch self {
         case .constant:
             return self  // unreachable: constants do not depend on a scope
         case .not(let inner):
-            return .not(try inner.quantified(quantifier == .any ? .all : .any, scope: scope, over: collection, node: node))
+            return inner.distributed(quantifier == .any ? .all : .any, scope: scope, over: collection).map { .not($0) }
         case .or(let parts), .and(let parts):
             let isOr: Bool
             if case .or = self { isOr = true } else { isOr = false }
-            if isOr == (quantifier == .any) {
-                // any over ||, all over &&: distributes.
-                let mapped = try parts.map { try $0.quantified(quantifier, scope: scope, over: collection, node: node) }
-                return isOr ? .or(mapped) : .and(mapped)
+            if isOr != (quantifier == .any), parts.filter({ $0.depends(on: scope) }).count != 1 {
+                return nil  // && under any (|| under all) of two conditions on the element
             }
-            let dependent = parts.filter { $0.depends(on: scope) }
-            guard dependent.count == 1 else { throw refuse() }
-            let mapped = try parts.map { $0.depends(on: scope) ? try $0.quantified(quantifier, scope: scope, over: collection, node: node) : $0 }
+            var mapped: [TranslatedCondition] = []
+            for part in parts {
+                guard part.depends(on: scope) else {
+                    mapped.append(part)
+                    continue
+                }
+                guard let quantified = part.distributed(quantifier, scope: scope, over: collection) else { return nil }
+                mapped.append(quantified)
+            }
             return isOr ? .or(mapped) : .and(mapped)
         case .comparison(let lhs, let op, let options, let rhs, let modifier):
-            guard modifier == .direct, lhs.scope != scope || rhs.scope != scope else { throw refuse() }
-            func rebase(_ operand: Operand) throws -> Operand {
-                guard case .path(let path) = operand, path.scope == scope else {
-                    if case .count(let path) = operand, path.scope == scope {
-                        throw ObjectGraphError(.unsupported, "#Predicate node \(node) cannot be translated to a fetch: it counts a to-many relationship of the elements of '\(collection.description)'")
-                    }
-                    return operand
-                }
+            guard modifier == .direct, lhs.depends(on: scope) != rhs.depends(on: scope) else { return nil }
+            // Only a plain key path of the element can carry the quantifier.
+            func rebased(_ operand: Operand) -> Operand? {
+                guard case .path(let path) = operand, path.scope == scope else { return nil }
                 return .path(KeyPathValue(scope: collection.scope, components: collection.components + path.components))
             }
             let quantifiedModifier: PredicateComparison.Modifier = quantifier == .any ? .any : .all
-            if rhs.scope == scope {
-                guard !op.isStringOperator, op != .in, op != .between else { throw refuse() }
-                return .comparison(try rebase(rhs), op.flipped, options, lhs, quantifiedModifier)
+            if rhs.depends(on: scope) {
+                guard !op.isStringOperator, op != .in, op != .between, let element = rebased(rhs) else { return nil }
+                return .comparison(element, op.flipped, options, lhs, quantifiedModifier)
             }
-            return .comparison(try rebase(lhs), op, options, rhs, quantifiedModifier)
+            guard let element = rebased(lhs) else { return nil }
+            return .comparison(element, op, options, rhs, quantifiedModifier)
         }
     }
 
     /// The finished node.
     ///
-    /// - Throws: when a key path still starts from an element (an internal inconsistency).
+    /// - Throws: when a key path starts from an element outside the subquery over it (an
+    ///   internal inconsistency).
     func lowered() throws -> PredicateNode {
+        try lowered(bound: [])
+    }
+
+    /// The node, with the elements of the scopes in `bound` read through subquery variables.
+    private func lowered(bound: Set<Int>) throws -> PredicateNode {
         switch self {
         case .constant(let value): return .constant(value)
-        case .not(let inner): return .not(try inner.lowered())
-        case .and(let parts): return .and(try parts.map { try $0.lowered() })
-        case .or(let parts): return .or(try parts.map { try $0.lowered() })
+        case .not(let inner): return .not(try inner.lowered(bound: bound))
+        case .and(let parts): return .and(try parts.map { try $0.lowered(bound: bound) })
+        case .or(let parts): return .or(try parts.map { try $0.lowered(bound: bound) })
         case .comparison(let lhs, let op, let options, let rhs, let modifier):
-            return .comparison(PredicateComparison(modifier: modifier, lhs: try lower(lhs), op: op, options: options, rhs: try lower(rhs)))
+            return .comparison(PredicateComparison(
+                modifier: modifier, lhs: try Self.lower(lhs, bound: bound), op: op, options: options, rhs: try Self.lower(rhs, bound: bound)))
         }
     }
 
-    private func lower(_ operand: Operand) throws -> PredicateExpression {
+    /// The name of the subquery variable of a scope.
+    private static func variable(_ scope: Int) -> String { "v\(scope)" }
+
+    private static func lower(_ path: KeyPathValue, bound: Set<Int>) throws -> PredicateExpression {
+        if path.scope == 0 { return .keyPath(path.components) }
+        guard bound.contains(path.scope) else {
+            throw ObjectGraphError(.unsupported, "#Predicate key path '\(path.description)' reads a variable that is not the fetched object")
+        }
+        return .variable(variable(path.scope), path.components)
+    }
+
+    private static func lower(_ operand: Operand, bound: Set<Int>) throws -> PredicateExpression {
         switch operand {
         case .value(let value): return .constant(value)
         case .list(let values): return .list(values)
-        case .path(let path), .count(let path):
-            guard path.scope == 0 else {
-                throw ObjectGraphError(.unsupported, "#Predicate key path '\(path.description)' reads a variable that is not the fetched object")
-            }
-            if case .count = operand { return .keyPath(path.components + ["@count"]) }
-            return .keyPath(path.components)
+        case .path(let path): return try lower(path, bound: bound)
+        case .count(let path): return try lower(path.appending("@count"), bound: bound)
+        case .arithmetic(let op, let lhs, let rhs):
+            return .arithmetic(op, try lower(lhs, bound: bound), try lower(rhs, bound: bound))
+        case .subqueryCount(let collection, let scope, let condition):
+            return .subqueryCount(PredicateSubquery(
+                collection: try lower(collection, bound: bound), variable: variable(scope),
+                predicate: try condition.lowered(bound: bound.union([scope]))))
         }
     }
 }
