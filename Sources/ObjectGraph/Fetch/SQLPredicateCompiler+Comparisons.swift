@@ -1,0 +1,189 @@
+import Foundation
+
+// How the compiler turns one comparison of values into SQL, with in-memory semantics.
+
+extension SQLPredicateCompiler {
+    func scalar(_ lhs: Term, _ op: Operator, _ rhs: Term, _ options: Options) throws -> SQLFragment {
+        if case .constant(let x) = lhs, let operand = rhs.constantOperand {
+            return .constant(try PredicateEvaluator.compare(x, op, operand, options: options))
+        }
+        switch op {
+        case .equalTo:
+            return try equality(lhs, rhs, options, nullsEqual: true)
+        case .notEqualTo:
+            return try inequality(lhs, rhs, options)
+        case .lessThan, .lessThanOrEqualTo, .greaterThan, .greaterThanOrEqualTo:
+            return try ordering(lhs, op, rhs, options)
+        case .beginsWith, .endsWith, .contains, .like, .matches:
+            return try stringOperation(op, lhs, rhs, options)
+        case .in:
+            if case .list(let values) = rhs { return try inList(lhs, values, options) }
+            return try stringOperation(.contains, rhs, lhs, options)  // `x IN string`: containment
+        case .between:
+            guard case .list(let bounds) = rhs, bounds.count == 2 else {
+                throw ObjectGraphError(.invalidFetchRequest, "BETWEEN needs a list of two values")
+            }
+            let low = try ordering(lhs, .greaterThanOrEqualTo, .constant(bounds[0]), options)
+            let high = try ordering(lhs, .lessThanOrEqualTo, .constant(bounds[1]), options)
+            return "(\(low) AND \(high))"
+        }
+    }
+
+    func misuse() -> ObjectGraphError {
+        ObjectGraphError(.invalidFetchRequest, "A list or a to-many key path is not allowed here")
+    }
+
+    /// Folds a string expression for `[c]`/`[d]`.
+    private func folded(_ expression: SQLExpression, _ options: Options) -> SQLFragment {
+        guard expression.valueClass == .string, !options.isEmpty else { return expression.fragment }
+        return "og_fold(\(expression.fragment), \(raw: String(options.rawValue)))"
+    }
+
+    /// The value to bind for a constant compared with values of `valueClass`, or nil when they
+    /// can never be equal or ordered.
+    func bindable(_ value: Value, for valueClass: SQLValueClass, _ options: Options) -> Value? {
+        switch (valueClass, value) {
+        case (.numeric, .int), (.numeric, .double): return value
+        case (.numeric, .bool(let b)): return .int(b ? 1 : 0)
+        case (.numeric, .decimal(let d)): return .double(NSDecimalNumber(decimal: d).doubleValue)
+        case (.numeric, .date(let d)): return .double(d.timeIntervalSinceReferenceDate)
+        case (.string, .string(let s)): return .string(PredicateStrings.fold(s, options: options))
+        case (.data, .data), (.uuid, .uuid), (.url, .url): return value
+        case (.object(let root), .objectID(let id)):
+            guard ObjectIdentifier(id.entity.rootEntity) == root, let pk = id.primaryKey else { return nil }
+            return .int(pk)  // a temporary ID never matches a stored row
+        default: return nil
+        }
+    }
+
+    /// `==`, or membership when `nullsEqual` is false (nil is then never equal to anything).
+    func equality(_ lhs: Term, _ rhs: Term, _ options: Options, nullsEqual: Bool) throws -> SQLFragment {
+        switch (lhs, rhs) {
+        case (.constant(let a), .constant(let b)):
+            return .constant((nullsEqual || (!a.isNull && !b.isNull)) && PredicateEvaluator.isEqual(a, b, options: options))
+        case (.expression(let e), .constant(let c)), (.constant(let c), .expression(let e)):
+            if c.isNull { return nullsEqual ? "\(e.fragment) IS NULL" : .false }
+            guard let bound = bindable(c, for: e.valueClass, options) else { return .false }
+            return "\(folded(e, options)) = \(bind: bound)"
+        case (.expression(let a), .expression(let b)):
+            guard a.valueClass == b.valueClass else {
+                return nullsEqual ? "(\(a.fragment) IS NULL AND \(b.fragment) IS NULL)" : .false
+            }
+            return "\(folded(a, options)) \(raw: nullsEqual ? "IS" : "=") \(folded(b, options))"
+        default:
+            throw misuse()
+        }
+    }
+
+    /// `!=`: true when exactly one side is nil.
+    private func inequality(_ lhs: Term, _ rhs: Term, _ options: Options) throws -> SQLFragment {
+        switch (lhs, rhs) {
+        case (.constant(let a), .constant(let b)):
+            return .constant(!PredicateEvaluator.isEqual(a, b, options: options))
+        case (.expression(let e), .constant(let c)), (.constant(let c), .expression(let e)):
+            if c.isNull { return "\(e.fragment) IS NOT NULL" }
+            guard let bound = bindable(c, for: e.valueClass, options) else { return .true }
+            return "\(folded(e, options)) IS NOT \(bind: bound)"
+        case (.expression(let a), .expression(let b)):
+            guard a.valueClass == b.valueClass else { return "NOT (\(a.fragment) IS NULL AND \(b.fragment) IS NULL)" }
+            return "\(folded(a, options)) IS NOT \(folded(b, options))"
+        default:
+            throw misuse()
+        }
+    }
+
+    private func ordering(_ lhs: Term, _ op: Operator, _ rhs: Term, _ options: Options) throws -> SQLFragment {
+        let symbol: String
+        switch op {
+        case .lessThan: symbol = "<"
+        case .lessThanOrEqualTo: symbol = "<="
+        case .greaterThan: symbol = ">"
+        default: symbol = ">="
+        }
+        func orderable(_ valueClass: SQLValueClass) -> Bool {
+            if case .object = valueClass { return false }
+            return true
+        }
+        switch (lhs, rhs) {
+        case (.constant(let a), .constant(let b)):
+            return .constant(PredicateEvaluator.isOrdered(a, op, b, options: options))
+        case (.expression(let e), .constant(let c)):
+            guard orderable(e.valueClass), !c.isNull, let bound = bindable(c, for: e.valueClass, options) else { return .false }
+            return "\(folded(e, options)) \(raw: symbol) \(bind: bound)"
+        case (.constant(let c), .expression(let e)):
+            guard orderable(e.valueClass), !c.isNull, let bound = bindable(c, for: e.valueClass, options) else { return .false }
+            return "\(bind: bound) \(raw: symbol) \(folded(e, options))"
+        case (.expression(let a), .expression(let b)):
+            guard a.valueClass == b.valueClass, orderable(a.valueClass) else { return .false }
+            return "\(folded(a, options)) \(raw: symbol) \(folded(b, options))"
+        default:
+            throw misuse()
+        }
+    }
+
+    /// `x IN {…}`: nil is in no list.
+    func inList(_ lhs: Term, _ values: [Value], _ options: Options) throws -> SQLFragment {
+        switch lhs {
+        case .constant(let x):
+            return .constant(PredicateEvaluator.isMember(x, of: values, options: options))
+        case .expression(let e):
+            var seen: Set<Value> = []
+            let bound = values.compactMap { $0.isNull ? nil : bindable($0, for: e.valueClass, options) }.filter { seen.insert($0).inserted }
+            if bound.isEmpty { return .false }
+            let placeholders = SQLFragment.joined(bound.map { "\(bind: $0)" }, separator: ", ")
+            return "\(folded(e, options)) IN (\(placeholders))"
+        default:
+            throw misuse()
+        }
+    }
+
+    /// BEGINSWITH, ENDSWITH, CONTAINS, LIKE, MATCHES: false unless both sides are strings.
+    private func stringOperation(_ op: Operator, _ lhs: Term, _ rhs: Term, _ options: Options) throws -> SQLFragment {
+        func operand(_ term: Term) throws -> SQLFragment? {
+            switch term {
+            case .constant(.string(let s)): return "\(bind: .string(s))"
+            case .constant: return nil
+            case .expression(let e): return e.valueClass == .string ? e.fragment : nil
+            default: throw misuse()
+            }
+        }
+        if case .constant(let x) = lhs, case .constant(let y) = rhs {
+            return .constant(try PredicateEvaluator.compare(x, op, y, options: options))
+        }
+        guard let text = try operand(lhs), let pattern = try operand(rhs) else { return .false }
+        if op == .beginsWith, options.isEmpty, case .expression(let e) = lhs, case .constant(.string(let prefix)) = rhs {
+            return prefixRange(e.fragment, prefix)
+        }
+        if op == .matches, case .constant(.string(let p)) = rhs {
+            // Report a bad pattern now, not from inside SQLite.
+            _ = try PredicateStrings.regularExpression(
+                PredicateStrings.fold(p, options: options.intersection(.diacriticInsensitive)),
+                caseInsensitive: options.isCaseInsensitive)
+        }
+        return "\(raw: SQLiteFunctions.name(of: op))(\(text), \(pattern), \(raw: String(options.rawValue)))"
+    }
+
+    /// Case-sensitive `BEGINSWITH` as a range an index can serve: `x >= prefix AND x < successor`,
+    /// where the successor is the prefix with its last scalar incremented (exact in BINARY order).
+    private func prefixRange(_ expression: SQLFragment, _ prefix: String) -> SQLFragment {
+        if prefix.isEmpty { return "\(expression) IS NOT NULL" }
+        guard let upper = Self.prefixSuccessor(prefix) else { return "\(expression) >= \(bind: .string(prefix))" }
+        return "(\(expression) >= \(bind: .string(prefix)) AND \(expression) < \(bind: .string(upper)))"
+    }
+
+    /// The least string greater than every string that starts with `prefix`, or nil when there is
+    /// none (the prefix is all U+10FFFF). Skips the surrogate range, which holds no scalars.
+    static func prefixSuccessor(_ prefix: String) -> String? {
+        var scalars = Array(prefix.unicodeScalars)
+        while let last = scalars.popLast() {
+            if last.value == 0x10FFFF { continue }
+            let next = last.value == 0xD7FF ? 0xE000 : last.value + 1
+            guard let scalar = Unicode.Scalar(next) else { continue }
+            scalars.append(scalar)
+            var result = ""
+            result.unicodeScalars.append(contentsOf: scalars)
+            return result
+        }
+        return nil
+    }
+}
