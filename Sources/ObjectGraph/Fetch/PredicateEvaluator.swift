@@ -106,15 +106,7 @@ enum PredicateEvaluator {
     private static func analyze(
         _ expression: PredicateExpression, with subject: any PredicateSubject, variables: Variables
     ) throws -> (any PredicateSubject, AnalyzedKeyPath) {
-        switch expression {
-        case .keyPath(let components):
-            return (subject, try AnalyzedKeyPath(components, from: subject.predicateEntity))
-        case .variable(let name, let components):
-            guard let element = variables[name] else { throw PredicateArithmetic.undefinedVariable(name) }
-            return (element, try AnalyzedKeyPath(components, from: element.predicateEntity))
-        default:
-            throw ObjectGraphError(.invalidFetchRequest, "'\(expression.format)' is not a key path")
-        }
+        try expression.analyzedKeyPath(root: subject, variables: variables) { $0.predicateEntity }
     }
 
     /// The value of an arithmetic operand: a number, or nil.

@@ -386,6 +386,28 @@ struct AnalyzedKeyPath {
     }
 }
 
+extension PredicateExpression {
+    /// Where a key path (or a variable's key path) starts — `root`, the evaluated object, or the
+    /// element the variable stands for in `variables` — and the path checked against that start's
+    /// entity. In-memory evaluation starts from objects, SQL generation from table aliases.
+    ///
+    /// - Throws: ``ObjectGraphError/invalidFetchRequest`` when the expression is not a key path, its
+    ///   variable is not defined, or the path does not fit the entity.
+    func analyzedKeyPath<Start>(
+        root: Start, variables: [String: Start], entity: (Start) -> EntityDescription
+    ) throws -> (Start, AnalyzedKeyPath) {
+        switch self {
+        case .keyPath(let components):
+            return (root, try AnalyzedKeyPath(components, from: entity(root)))
+        case .variable(let name, let components):
+            guard let start = variables[name] else { throw PredicateArithmetic.undefinedVariable(name) }
+            return (start, try AnalyzedKeyPath(components, from: entity(start)))
+        default:
+            throw ObjectGraphError(.invalidFetchRequest, "'\(format)' is not a key path")
+        }
+    }
+}
+
 /// How a comparison combines its operands, once its key paths are known.
 enum ComparisonShape {
     /// A value compared with a value (or, for `IN` and `BETWEEN`, a list).

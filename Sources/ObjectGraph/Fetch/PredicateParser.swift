@@ -190,26 +190,24 @@ struct PredicateParser {
 
     /// A sum: products joined by `+` and `-`, left to right.
     private mutating func parseExpression() throws -> PredicateExpression {
-        var expression = try parseProduct()
-        while true {
-            let token = try peek()
-            let op: PredicateArithmetic
-            if token.isSymbol("+") { op = .add } else if token.isSymbol("-") { op = .subtract } else { return expression }
-            advance()
-            expression = .arithmetic(op, expression, try parseProduct())
-        }
+        try parseLeftAssociative([("+", .add), ("-", .subtract)]) { try $0.parseProduct() }
     }
 
     /// A product: signed operands joined by `*` and `/`, left to right.
     private mutating func parseProduct() throws -> PredicateExpression {
-        var expression = try parseSigned()
-        while true {
-            let token = try peek()
-            let op: PredicateArithmetic
-            if token.isSymbol("*") { op = .multiply } else if token.isSymbol("/") { op = .divide } else { return expression }
+        try parseLeftAssociative([("*", .multiply), ("/", .divide)]) { try $0.parseSigned() }
+    }
+
+    /// Operands joined by any of `operators`, grouped from the left (`a - b - c` is `(a - b) - c`).
+    private mutating func parseLeftAssociative(
+        _ operators: [(symbol: String, op: PredicateArithmetic)], operand: (inout Self) throws -> PredicateExpression
+    ) throws -> PredicateExpression {
+        var expression = try operand(&self)
+        while let op = try operators.first(where: { try peek().isSymbol($0.symbol) })?.op {
             advance()
-            expression = .arithmetic(op, expression, try parseSigned())
+            expression = .arithmetic(op, expression, try operand(&self))
         }
+        return expression
     }
 
     /// An operand with optional signs: `-3` is a negative literal, `-rank` is `0 - rank`.
@@ -294,7 +292,7 @@ struct PredicateParser {
             if token.isSymbol("(") {
                 advance()
                 let expression = try parseExpression()
-                try close(token, "')' to close the '(' at offset \(token.position)")
+                try consume(")", expecting: "')' to close the '(' at offset \(token.position)")
                 return expression
             }
             throw expected("a value", found: token)
@@ -351,10 +349,10 @@ struct PredicateParser {
         }
     }
 
-    /// Consumes `)` or throws "expected …".
-    private mutating func close(_ open: PredicateToken, _ what: String) throws {
+    /// Consumes the symbol, or throws "expected \(what)".
+    private mutating func consume(_ symbol: String, expecting what: String) throws {
         let token = try peek()
-        guard token.isSymbol(")") else { throw expected(what, found: token) }
+        guard token.isSymbol(symbol) else { throw expected(what, found: token) }
         advance()
     }
 
@@ -363,22 +361,17 @@ struct PredicateParser {
         guard function.text == "modulus:by:" else {
             throw error("unsupported function '\(function.text)' (modulus:by: is supported)", at: function.position)
         }
-        let open = try peek()
-        guard open.isSymbol("(") else { throw expected("'(' after '\(function.text)'", found: open) }
-        advance()
+        try consume("(", expecting: "'(' after '\(function.text)'")
         let dividend = try parseExpression()
-        guard try peek().isSymbol(",") else { throw expected("','", found: try peek()) }
-        advance()
+        try consume(",", expecting: "','")
         let divisor = try parseExpression()
-        try close(open, "')' to close '\(function.text)('")
+        try consume(")", expecting: "')' to close '\(function.text)('")
         return .arithmetic(.remainder, dividend, divisor)
     }
 
     /// `SUBQUERY(collection, $variable, predicate).@count`.
     private mutating func parseSubquery(_ keyword: PredicateToken) throws -> PredicateExpression {
-        let open = try peek()
-        guard open.isSymbol("(") else { throw expected("'(' after SUBQUERY", found: open) }
-        advance()
+        try consume("(", expecting: "'(' after SUBQUERY")
         let collectionToken = try peek()
         let collection = try parseOperand()
         switch collection {
@@ -389,17 +382,15 @@ struct PredicateParser {
         default:
             throw error("the collection of a SUBQUERY must be a to-many key path", at: collectionToken.position)
         }
-        guard try peek().isSymbol(",") else { throw expected("','", found: try peek()) }
-        advance()
+        try consume(",", expecting: "','")
         let variable = try peek()
         guard variable.kind == .variable else { throw expected("a variable such as '$x'", found: variable) }
         advance()
-        guard try peek().isSymbol(",") else { throw expected("','", found: try peek()) }
-        advance()
+        try consume(",", expecting: "','")
         variables.append(variable.text)
         let predicate = try parseOr()
         variables.removeLast()
-        try close(open, "')' to close 'SUBQUERY('")
+        try consume(")", expecting: "')' to close 'SUBQUERY('")
         let dot = try peek()
         guard dot.isSymbol(".") else {
             throw error("a SUBQUERY must be followed by '.@count' (ObjectGraph counts subquery results)", at: dot.position)
@@ -415,19 +406,16 @@ struct PredicateParser {
 
     /// `CAST(value, "Type")`, the form `predicateFormat` writes dates, decimals, data, UUIDs and URLs in.
     private mutating func parseCast(_ cast: PredicateToken) throws -> Value {
-        guard try peek().isSymbol("(") else { throw expected("'(' after CAST", found: try peek()) }
-        advance()
+        try consume("(", expecting: "'(' after CAST")
         let valueToken = try peek()
         guard case .constant(let value) = try parseExpression() else {
             throw error("CAST takes a constant", at: valueToken.position)
         }
-        guard try peek().isSymbol(",") else { throw expected("','", found: try peek()) }
-        advance()
+        try consume(",", expecting: "','")
         let typeToken = try peek()
         guard typeToken.kind == .string else { throw expected("a type name in quotes", found: typeToken) }
         advance()
-        guard try peek().isSymbol(")") else { throw expected("')' to close CAST", found: try peek()) }
-        advance()
+        try consume(")", expecting: "')' to close CAST")
         let converted: Value?
         switch (typeToken.text, value) {
         case ("NSDate", _): converted = value.numericValue.map { .date(Date(timeIntervalSinceReferenceDate: $0)) }

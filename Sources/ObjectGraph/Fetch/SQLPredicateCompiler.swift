@@ -174,15 +174,7 @@ final class SQLPredicateCompiler {
 
     /// The scope a key path or a variable's key path starts from, and the path checked against its entity.
     private func analyze(_ expression: PredicateExpression) throws -> (SQLScope, AnalyzedKeyPath) {
-        switch expression {
-        case .keyPath(let components):
-            return (root, try AnalyzedKeyPath(components, from: root.entity))
-        case .variable(let name, let components):
-            guard let scope = variables[name] else { throw PredicateArithmetic.undefinedVariable(name) }
-            return (scope, try AnalyzedKeyPath(components, from: scope.entity))
-        default:
-            throw ObjectGraphError(.invalidFetchRequest, "'\(expression.format)' is not a key path")
-        }
+        try expression.analyzedKeyPath(root: root, variables: variables) { $0.entity }
     }
 
     // MARK: Arithmetic

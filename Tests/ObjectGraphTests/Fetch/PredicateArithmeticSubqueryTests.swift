@@ -94,13 +94,7 @@ struct PredicateArithmeticSubqueryTests {
     }
 
     private func check(_ testCase: PredicateCase) throws {
-        let graph = try PredicateTestGraph()
-        let memory = try graph.memoryKeys(testCase.entity, testCase.predicate)
-        let sql = try graph.sqlKeys(testCase.entity, testCase.predicate)
-        #expect(sql == memory, "SQL and memory disagree on \(testCase.predicate.predicateFormat)")
-        if let expected = testCase.expected {
-            #expect(memory == expected.sorted(), "unexpected answer for \(testCase.predicate.predicateFormat)")
-        }
+        try testCase.expectSameAnswers(in: PredicateTestGraph())
         // What predicateFormat writes parses back to the same predicate.
         #expect(FetchPredicate(format: testCase.predicate.predicateFormat) == testCase.predicate, "\(testCase.predicate.predicateFormat)")
     }

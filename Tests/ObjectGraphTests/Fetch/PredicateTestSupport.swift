@@ -237,3 +237,16 @@ struct PredicateCase: Sendable, CustomTestStringConvertible {
 
     var testDescription: String { "\(entity): \(predicate.predicateFormat)" }
 }
+
+extension PredicateCase {
+    /// Expects SQL and in-memory evaluation on `graph` to select the same objects, and the expected
+    /// ones when the case states them.
+    func expectSameAnswers(in graph: PredicateTestGraph) throws {
+        let memory = try graph.memoryKeys(entity, predicate)
+        let sql = try graph.sqlKeys(entity, predicate)
+        #expect(sql == memory, "SQL and memory disagree on \(predicate.predicateFormat)")
+        if let expected {
+            #expect(memory == expected.sorted(), "unexpected answer for \(predicate.predicateFormat)")
+        }
+    }
+}
