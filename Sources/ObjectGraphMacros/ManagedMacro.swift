@@ -128,9 +128,10 @@ public struct ManagedMacro: MemberMacro, MemberAttributeMacro, ExtensionMacro {
 }
 
 /// `@_ManagedProperty(index:in:)`, attached by `@Managed` to each persistent property: accessors
-/// that read and write the object's value at the property's index, and an `init` accessor that
-/// lets the property keep its initial value in the source (the value becomes the attribute's
-/// default in the entity description).
+/// that read and write the object's value at the property's index, and, when the property has an
+/// initial value, an `init` accessor that lets it keep that value in the source (the value becomes
+/// the attribute's default in the entity description). A property without one (`var owner: Person`,
+/// a required to-one) gets no `init` accessor, so no initializer has to set it.
 public struct ManagedPropertyMacro: AccessorMacro {
     public static func expansion(
         of node: AttributeSyntax, providingAccessorsOf declaration: some DeclSyntaxProtocol,
@@ -144,11 +145,11 @@ public struct ManagedPropertyMacro: AccessorMacro {
             let className = owner.hasSuffix(".self") ? String(owner.dropLast(5)) : owner
             index = "\(className).\(ManagedMacro.schemaName(className)).propertyBase &+ \(position)"
         }
-        return [
-            "init(initialValue) {}",
+        let accessors: [AccessorDeclSyntax] = [
             "get { _managedGet(at: \(raw: index), as: (\(type)).self) }",
             "set { _managedSet(newValue, at: \(raw: index)) }",
         ]
+        return binding.initializer == nil ? accessors : ["init(initialValue) {}"] + accessors
     }
 }
 
