@@ -30,7 +30,8 @@ import Foundation
 /// A `let` property, a property without an explicit type, a type that cannot be stored, an
 /// inverse that is not a key path of the destination, and a class that does not inherit from
 /// `ManagedObject` are compile-time errors.
-@attached(member, names: named(fetchRequest), named(init), named(_managedSchema), named(_managedPropertyName), arbitrary)
+@attached(member, names: named(fetchRequest), named(init), named(_managedSchema), named(_managedPropertyName),
+    named(_managedPropertyKeyPaths), arbitrary)
 @attached(memberAttribute)
 @attached(extension, conformances: ManagedModel)
 public macro Managed() = #externalMacro(module: "ObjectGraphMacros", type: "ManagedMacro")
