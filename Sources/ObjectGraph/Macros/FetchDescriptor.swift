@@ -26,9 +26,11 @@ public struct FetchDescriptor<T: ManagedObject>: @unchecked Sendable {  // immut
     /// Whether unsaved inserts, updates and deletes of the context are reflected.
     public var includePendingChanges: Bool = true
     /// The properties to load with the objects (all when empty). ObjectGraph loads whole rows, so
-    /// this only checks that the key paths are stored properties.
+    /// this only checks that the key paths are stored properties, or key paths through to-one
+    /// relationships to them.
     public var propertiesToFetch: [PartialKeyPath<T>] = []
-    /// Relationships whose destinations are fetched with the results, one query per relationship.
+    /// Relationships whose destinations are fetched with the results, one query per relationship;
+    /// a key path through to-one relationships (`\Note.folder?.parent`) fetches each level.
     public var relationshipKeyPathsForPrefetching: [PartialKeyPath<T>] = []
 
     /// A fetch of the objects of `T` that match `predicate`, in the order of `sortBy`.
@@ -72,13 +74,19 @@ public struct FetchDescriptor<T: ManagedObject>: @unchecked Sendable {  // immut
         return request
     }
 
+    /// The key a key path of `T` names: a stored property's name, or the dotted path to one
+    /// through to-one relationships (`\Note.folder?.parent` is `"folder.parent"`).
+    ///
+    /// - Throws: ``ObjectGraphError/invalidFetchRequest`` naming the class and `role` otherwise.
     static func name(of keyPath: PartialKeyPath<T>, role: String) throws -> String {
-        guard let model = T.self as? any ManagedModel.Type, let name = model._managedPropertyName(for: keyPath) else {
+        guard let model = T.self as? any ManagedModel.Type, let key = ManagedSchema.key(for: keyPath, in: model) else {
             throw ObjectGraphError(
-                .invalidFetchRequest, "Key path \(keyPath) to \(role) is not a stored property of @Managed class \(T.self)",
+                .invalidFetchRequest,
+                "Key path \(keyPath) to \(role) is neither a stored property of @Managed class \(T.self) nor a key path through at most "
+                    + "\(ManagedSchema.maximumRelationshipHops) to-one relationships to one",
                 entityName: String(describing: T.self))
         }
-        return name
+        return key
     }
 }
 

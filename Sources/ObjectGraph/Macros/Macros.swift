@@ -23,13 +23,15 @@ import Foundation
 /// `RawRepresentable` enum is stored as its raw value; any other `Codable` value is a transformable
 /// attribute; a `@Managed` class is a to-one relationship, a `Set` of one a to-many relationship
 /// (an `Array`, an ordered one). An optional type makes an optional attribute; an initial value
-/// becomes the attribute's default value. Inverse relationships are declared on one side only,
-/// with ``Relationship(deleteRule:inverse:minimumModelCount:maximumModelCount:)``.
+/// becomes the attribute's default value. A non-optional class without one (`var owner: Person`) is
+/// a required to-one relationship: set it before the object is saved. Inverse relationships are
+/// declared on one side only, with ``Relationship(deleteRule:inverse:minimumModelCount:maximumModelCount:)``.
 ///
 /// A `let` property, a property without an explicit type, a type that cannot be stored, an
 /// inverse that is not a key path of the destination, and a class that does not inherit from
 /// `ManagedObject` are compile-time errors.
-@attached(member, names: named(fetchRequest), named(init), named(_managedSchema), named(_managedPropertyName), arbitrary)
+@attached(member, names: named(fetchRequest), named(init), named(_managedSchema), named(_managedPropertyName),
+    named(_managedPropertyKeyPaths), arbitrary)
 @attached(memberAttribute)
 @attached(extension, conformances: ManagedModel)
 public macro Managed() = #externalMacro(module: "ObjectGraphMacros", type: "ManagedMacro")

@@ -9,6 +9,11 @@ public protocol ManagedModel: ManagedObject {
     /// The name of the property a key path of the class names, or nil; generated, so that
     /// predicates and sort descriptors map key paths to names through a table, never by guessing.
     static func _managedPropertyName(for keyPath: AnyKeyPath) -> String?
+    /// The key paths of the persistent properties of the class and its managed superclasses, from
+    /// the class and from an optional of it; generated, so that key paths through to-one
+    /// relationships (`\Note.folder?.name`) map to dotted keys by composing key paths, never by
+    /// guessing.
+    static func _managedPropertyKeyPaths() -> [ManagedPropertyKeyPaths]
 }
 
 extension ManagedModel {

@@ -12,9 +12,18 @@ import Foundation
 /// Foundation is also imported writes `ObjectGraph.SortDescriptor<Note>`.
 ///
 /// The key path names a stored property of the class (an attribute, or a to-one relationship,
-/// which orders by the destination's row). To sort by a key path through a to-one relationship,
-/// use ``FetchSortDescriptor`` with a dotted key (`"folder.name"`), which ``FetchDescriptor``
-/// also takes.
+/// which orders by the destination's row), or goes through to-one relationships to one, optional
+/// or required, up to four of them:
+///
+/// ```swift
+/// SortDescriptor(\Note.folder?.name)            // FetchSortDescriptor(key: "folder.name")
+/// SortDescriptor(\Note.folder?.parent?.name)    // "folder.parent.name"
+/// ```
+///
+/// A note without a folder sorts as if the folder's name were nil: first in `.forward` order.
+/// To-many relationships cannot be sorted through, and neither can a required to-one reached
+/// through an optional one (`\Note.folder?.owner.name`); ``FetchSortDescriptor`` takes that one as
+/// the key `"folder.owner.name"`.
 public struct SortDescriptor<Compared>: @unchecked Sendable {  // key paths without captures are immutable values
     /// The key path to order by.
     public let keyPath: PartialKeyPath<Compared>
@@ -60,6 +69,10 @@ public struct SortDescriptor<Compared>: @unchecked Sendable {  // key paths with
     }
 
     /// Orders by a to-one relationship: by the destination's row, nil first in `.forward` order.
+    ///
+    /// ```swift
+    /// SortDescriptor(\Note.folder)
+    /// ```
     public init<Destination: ManagedObject>(_ keyPath: KeyPath<Compared, Destination?>, order: SortOrder = .forward)
     where Compared: ManagedObject {
         self.keyPath = keyPath
@@ -67,18 +80,38 @@ public struct SortDescriptor<Compared>: @unchecked Sendable {  // key paths with
         self.caseInsensitive = false
     }
 
-    /// The same ordering as a ``FetchSortDescriptor``, whose key is the property's name.
+    /// Orders by a required to-one relationship: by the destination's row.
     ///
-    /// - Throws: ``ObjectGraphError/invalidFetchRequest`` when the key path is not a stored
-    ///   property of a `@Managed` class (a computed or `@Transient` property, or a key path of
-    ///   several components).
+    /// ```swift
+    /// SortDescriptor(\Ticket.owner)
+    /// ```
+    public init<Destination: ManagedObject>(_ keyPath: KeyPath<Compared, Destination>, order: SortOrder = .forward)
+    where Compared: ManagedObject {
+        self.keyPath = keyPath
+        self.order = order
+        self.caseInsensitive = false
+    }
+
+    /// The same ordering as a ``FetchSortDescriptor``, whose key is the property's name, or the
+    /// dotted path to it through to-one relationships.
+    ///
+    /// ```swift
+    /// try SortDescriptor(\Note.folder?.name).fetchSortDescriptor().key   // "folder.name"
+    /// ```
+    ///
+    /// - Throws: ``ObjectGraphError/invalidFetchRequest`` when the key path is neither a stored
+    ///   property of a `@Managed` class nor a key path through its to-one relationships to one (a
+    ///   computed or `@Transient` property, or a key path through a to-many relationship).
     public func fetchSortDescriptor() throws -> FetchSortDescriptor {
-        guard let model = Compared.self as? any ManagedModel.Type, let name = model._managedPropertyName(for: keyPath) else {
+        guard let model = Compared.self as? any ManagedModel.Type, let key = ManagedSchema.key(for: keyPath, in: model) else {
             throw ObjectGraphError(
                 .invalidFetchRequest,
-                "Sort key path \(keyPath) is not a stored property of a @Managed class; sort through relationships with FetchSortDescriptor(key: \"relationship.property\")",
+                "Sort key path \(keyPath) is neither a stored property of @Managed class \(Compared.self) nor a key path through at most "
+                    + "\(ManagedSchema.maximumRelationshipHops) to-one relationships to one; to-many relationships and computed or "
+                    + "@Transient properties cannot be sorted by, and a required to-one reached through an optional one only with "
+                    + "FetchSortDescriptor(key: \"relationship.relationship.property\")",
                 entityName: String(describing: Compared.self))
         }
-        return FetchSortDescriptor(key: name, ascending: order == .forward, caseInsensitive: caseInsensitive)
+        return FetchSortDescriptor(key: key, ascending: order == .forward, caseInsensitive: caseInsensitive)
     }
 }
