@@ -55,11 +55,13 @@ public struct SortDescriptor<Compared>: @unchecked Sendable {  // key paths with
     }
 
     /// Orders by a string property with a standard string comparator: `.lexical` compares code
-    /// points, `.localized` (and `.localizedStandard` where Foundation has it) compare the case-folded strings (the closest a
-    /// store's `ORDER BY` comes to them).
+    /// points; `.localized` and `.localizedStandard`, where Foundation has them (Apple's systems —
+    /// swift-foundation on Linux has only `.lexical`), compare the case-folded strings, the closest
+    /// a store's `ORDER BY` comes to them. On every platform,
+    /// `FetchSortDescriptor(key: "title", ascending: true, caseInsensitive: true)` asks for the case-folded order.
     ///
     /// ```swift
-    /// SortDescriptor(\Note.title, comparator: .localized)
+    /// SortDescriptor(\Note.title, comparator: .lexical)
     /// ```
     public init(_ keyPath: KeyPath<Compared, String>, comparator: String.StandardComparator, order: SortOrder = .forward)
     where Compared: ManagedObject {
