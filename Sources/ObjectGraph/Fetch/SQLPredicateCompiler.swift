@@ -132,6 +132,7 @@ final class SQLPredicateCompiler {
     }
 
     private func comparison(_ comparison: PredicateComparison) throws -> SQLFragment {
+        if let existence = try existence(comparison) { return existence }
         let lhs = try term(comparison.lhs)
         let rhs = try term(comparison.rhs)
         let op = comparison.op, options = comparison.options
@@ -229,6 +230,11 @@ final class SQLPredicateCompiler {
     /// `(SELECT COUNT(*) …)`: the number of elements of the subquery's collection for which its
     /// predicate holds, with its variable standing for the element's row.
     private func count(_ subquery: PredicateSubquery) throws -> SQLExpression {
+        SQLExpression(fragment: "(SELECT COUNT(*) \(try rows(of: subquery)))", valueClass: .numeric)
+    }
+
+    /// `FROM … WHERE …`: the rows of the subquery's elements for which its predicate holds.
+    private func rows(of subquery: PredicateSubquery) throws -> SQLFragment {
         let (scope, path) = try analyze(subquery.collection)
         try PredicateArithmetic.checkSubqueryCollection(path)
         guard case .toMany(let toMany) = try compile(path, in: scope) else {
@@ -242,8 +248,21 @@ final class SQLPredicateCompiler {
         let condition = try self.condition(subquery.predicate)
         var from = rows.from
         if !element.joins.isEmpty { from += " " + element.joins.joined(separator: " ") }
-        return SQLExpression(
-            fragment: "(SELECT COUNT(*) FROM \(raw: from) WHERE \(raw: rows.correlation) AND (\(condition)))", valueClass: .numeric)
+        return "FROM \(raw: from) WHERE \(raw: rows.correlation) AND (\(condition))"
+    }
+
+    /// `SUBQUERY(…).@count > 0` (or `!= 0`, `>= 1`) as `EXISTS (…)`, and `== 0` (or `< 1`, `<= 0`)
+    /// as `NOT EXISTS (…)`, which stop at the first element found; nil for other comparisons.
+    private func existence(_ comparison: PredicateComparison) throws -> SQLFragment? {
+        guard comparison.modifier == .direct, case .subqueryCount(let subquery) = comparison.lhs,
+              case .constant(let value) = comparison.rhs, let bound = value.numericValue else { return nil }
+        let exists: Bool
+        switch (comparison.op, bound) {
+        case (.greaterThan, 0), (.notEqualTo, 0), (.greaterThanOrEqualTo, 1): exists = true
+        case (.equalTo, 0), (.lessThan, 1), (.lessThanOrEqualTo, 0): exists = false
+        default: return nil
+        }
+        return "\(raw: exists ? "" : "NOT ")EXISTS (SELECT 1 \(try rows(of: subquery)))"
     }
 
     // MARK: Key paths

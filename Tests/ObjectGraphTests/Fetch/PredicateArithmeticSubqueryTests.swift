@@ -194,3 +194,23 @@ struct PredicateArithmeticSubqueryTests {
         }
     }
 }
+
+extension PredicateArithmeticSubqueryTests {
+    @Test(arguments: [
+        ("SUBQUERY(notes, $n, $n.rank > 2).@count > 0", "EXISTS (SELECT 1 FROM"),
+        ("SUBQUERY(notes, $n, $n.rank > 2).@count != 0", "EXISTS (SELECT 1 FROM"),
+        ("SUBQUERY(notes, $n, $n.rank > 2).@count >= 1", "EXISTS (SELECT 1 FROM"),
+        ("SUBQUERY(notes, $n, $n.rank > 2).@count == 0", "NOT EXISTS (SELECT 1 FROM"),
+        ("SUBQUERY(notes, $n, $n.rank > 2).@count < 1", "NOT EXISTS (SELECT 1 FROM"),
+        ("SUBQUERY(notes, $n, $n.rank > 2).@count == 3", "(SELECT COUNT(*) FROM"),
+        ("SUBQUERY(notes, $n, $n.rank > 2).@count > 1", "(SELECT COUNT(*) FROM"),
+    ])
+    func aSubqueryTestedForAnyElementStopsAtTheFirst(format: String, sql: String) throws {
+        let graph = try PredicateTestGraph()
+        let statement = try SQLQueryBuilder.selectStatement(
+            schema: graph.schema, entity: graph.model.entitiesByName["Folder"]!, predicate: FetchPredicate(format: format))
+        #expect(statement.sql.contains(sql), "\(statement.sql)")
+        #expect(statement.sql.contains("NOT EXISTS") == sql.hasPrefix("NOT"), "\(statement.sql)")
+        try PredicateCase("Folder", format).expectSameAnswers(in: graph)
+    }
+}
