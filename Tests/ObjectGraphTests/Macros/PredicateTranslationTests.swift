@@ -295,3 +295,51 @@ struct PredicateCapturesTests {
         #expect(throws: ObjectGraphError.self) { try model.validate() }
     }
 }
+
+extension PredicateTranslationTests {
+    /// Arithmetic on each numeric type gives Swift's answer, from the store and over pending changes:
+    /// integer division truncates, `Double` division does not, optionals propagate nil.
+    @Test(arguments: [StoreKind.sqlite, .inMemory])
+    func arithmeticOnEveryNumericTypeGivesSwiftsAnswer(_ kind: StoreKind) throws {
+        let stack = try TestStack(kind, model: TestModels.typed())
+        func populate(_ context: ManagedObjectContext) {
+            let rows: [(Int, Int16, Int32?, Double, Float?)] = [
+                (7, 3, 5, 1.5, 2.5), (-7, -3, nil, -0.5, nil), (8, 4, 0, 3, 0.25), (0, 0, -2, 0, -1), (13, 9, 6, 2.25, 4),
+            ]
+            for (i, row) in rows.enumerated() {
+                let sample = Sample(context: context)
+                (sample.int, sample.int16, sample.int32, sample.double, sample.float) = row
+                sample.int64 = Int64(i)
+                sample.decimal = Decimal(i) / 4
+                sample.flag = i % 2 == 0
+            }
+        }
+        let writer = stack.context("writer")
+        populate(writer)
+        try writer.save()
+        let saved = stack.context("saved")
+        let pending = stack.context("pending")
+        populate(pending)
+        let cases: [(String, Predicate<Sample>)] = [
+            ("Int division truncates", #Predicate<Sample> { $0.int / 2 == 3 }),
+            ("negative Int division truncates toward zero", #Predicate<Sample> { $0.int / 2 == -3 }),
+            ("Int remainder keeps the dividend's sign", #Predicate<Sample> { $0.int % 4 == -3 }),
+            ("Int16", #Predicate<Sample> { $0.int16 * 3 > 8 }),
+            ("optional Int32 through flatMap", #Predicate<Sample> { $0.int32.flatMap { $0 + 1 > 1 } ?? false }),
+            ("Double division", #Predicate<Sample> { $0.double / 2 > 0.7 }),
+            ("Double subtraction", #Predicate<Sample> { $0.double - 1 < 0 }),
+            ("optional Float", #Predicate<Sample> { $0.float.flatMap { $0 * 2 >= 5 } ?? false }),
+            ("Decimal", #Predicate<Sample> { $0.decimal * 4 == 2 }),
+            ("a stored value times itself", #Predicate<Sample> { $0.int * $0.int > 50 }),
+            ("unary minus on a Double", #Predicate<Sample> { -$0.double > 0 }),
+        ]
+        var answers: Set<Set<Int>> = []
+        for (name, predicate) in cases {
+            let expected = Set(try saved.fetch(FetchDescriptor<Sample>()).filter { try predicate.evaluate($0) }.map(\.int))
+            answers.insert(expected)
+            #expect(Set(try saved.fetch(FetchDescriptor(predicate: predicate)).map(\.int)) == expected, "\(name) from the \(kind) store")
+            #expect(Set(try pending.fetch(FetchDescriptor(predicate: predicate)).map(\.int)) == expected, "\(name) over pending changes")
+        }
+        #expect(answers.count >= 6)
+    }
+}
