@@ -127,12 +127,7 @@ extension ManagedObjectContext {
             }
             for id in gone {
                 guard let object = registered[canonical(id)]?.takeUnretainedValue() else { continue }
-                insertedObjects.remove(object)
-                updatedObjects.remove(object)
-                deletedObjects.remove(object)
-                pendingDeletes.removeAll { $0 === object }
-                unregister(object)
-                object.flags = [.invalid]
+                invalidate(object)
                 invalidated.insert(object)
             }
         }

@@ -89,13 +89,7 @@ extension ManagedObjectContext {
             saved.inserted.append(object)
         }
         for object in updatedObjects where !object.isDeleted && !object.isInserted && object.hasChanges {
-            let columns = object.changedIndices.filter { index in
-                switch object.entity.properties[index] {
-                case let attribute as AttributeDescription: !attribute.isTransient
-                case let relationship as RelationshipDescription: !relationship.isToMany
-                default: false
-                }
-            }
+            let columns = object.changedIndices.filter(object.entity.isStoredInRow)
             push.updated.append(PushedObject(
                 id: object.objectID, entity: object.entity, values: try writtenValues(of: object, encodingChangedOnly: true), changedIndices: columns.sorted(),
                 relationships: pushedRelationships(object, whole: false), base: object.snapshot))
@@ -263,12 +257,7 @@ extension ManagedObjectContext {
                 continue
             }
             guard let object = registered[canonical(conflict.id)]?.takeUnretainedValue() else { continue }
-            insertedObjects.remove(object)
-            updatedObjects.remove(object)
-            deletedObjects.remove(object)
-            pendingDeletes.removeAll { $0 === object }
-            unregister(object)
-            object.flags = [.invalid]
+            invalidate(object)
         }
         try resolve(remaining)
         restoreUnloadedToManyRelationships()

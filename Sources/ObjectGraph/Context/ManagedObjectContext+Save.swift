@@ -136,13 +136,7 @@ extension ManagedObjectContext {
             // Only attributes and to-one relationships live in the object's row. A to-many change is
             // written as the destinations' foreign keys or as join-table rows, so it neither bumps
             // nor checks the source's version: two contexts adding notes to one folder do not conflict.
-            let columns = object.changedIndices.filter { index in
-                switch object.entity.properties[index] {
-                case let attribute as AttributeDescription: !attribute.isTransient
-                case let relationship as RelationshipDescription: !relationship.isToMany
-                default: false
-                }
-            }
+            let columns = object.changedIndices.filter(object.entity.isStoredInRow)
             saved.updated.append(object)
             relationshipChanges(object)
             if columns.isEmpty { continue }

@@ -352,6 +352,17 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
         retained.remove(object)
     }
 
+    /// Forgets an object whose row is gone (deleted elsewhere, or refused by the store): out of
+    /// every change set and the identity map, and invalid from now on.
+    func invalidate(_ object: ManagedObject) {
+        insertedObjects.remove(object)
+        updatedObjects.remove(object)
+        deletedObjects.remove(object)
+        pendingDeletes.removeAll { $0 === object }
+        unregister(object)
+        object.flags = [.invalid]
+    }
+
     /// Called by an object's deinit.
     func objectWillDeinit(_ id: ManagedObjectID, releasingRowCache: Bool) {
         registered[id] = nil

@@ -105,11 +105,7 @@ extension ManagedObjectContext {
             guard let persisted = conflict.persisted else {
                 // Deleted in the store.
                 if object.isDeleted || mergePolicy.type == .rollback || mergePolicy.type == .mergeByPropertyStoreTrump {
-                    insertedObjects.remove(object)
-                    updatedObjects.remove(object)
-                    deletedObjects.remove(object)
-                    unregister(object)
-                    object.flags = [.invalid]
+                    invalidate(object)
                 } else {
                     // The context's object wins: written again, under its ID.
                     object.snapshot = nil

@@ -101,6 +101,17 @@ public final class EntityDescription: @unchecked Sendable, Hashable, CustomStrin
         return propertiesByName[key]
     }
 
+    /// Whether the property at `index` is a column of the entity's row: a stored attribute or a
+    /// to-one relationship. A to-many relationship lives in its destinations' foreign keys or in
+    /// join-table rows, and a transient attribute is not stored.
+    func isStoredInRow(_ index: Int) -> Bool {
+        switch properties[index] {
+        case let attribute as AttributeDescription: !attribute.isTransient
+        case let relationship as RelationshipDescription: !relationship.isToMany
+        default: false
+        }
+    }
+
     /// Whether this entity is `other` or inherits from it.
     public func isKindOf(entity other: EntityDescription) -> Bool {
         var entity: EntityDescription? = self
