@@ -113,8 +113,6 @@ struct PredicateTranslator {
                 throw Self.unsupported(node, "\(type(of: constant!)) values cannot be compared with a stored property")
             }
             return .comparison(.path(path), op, options, .value(value))
-        case (.path(let x), .path(let y)):
-            return .comparison(.path(x), op, options, .path(y))
         case (.count(let path), .constant(let constant)):
             guard let value = Self.value(of: constant) else { throw Self.unsupported(node, "a count is compared with a number") }
             return .comparison(.count(path), op, options, .value(value))
@@ -147,8 +145,8 @@ struct PredicateTranslator {
             let condition = try compare(a, order, b, options: options.union(.caseInsensitive), node: node)
             return op == .equalTo ? condition : .not(condition)
         default:
-            // Numbers computed from stored values (arithmetic, counts) compare with each other,
-            // with stored properties and with constants.
+            // Stored properties, counts and arithmetic compare with each other (and with constants
+            // the cases above did not take).
             if let left = Self.operand(lhs), let right = Self.operand(rhs) {
                 return .comparison(left, op, options, right)
             }
