@@ -249,24 +249,3 @@ extension ManagedObjectContext {
         }
     }
 }
-
-/// A uniqueness conflict found by a store: the saved object and the row that already has its values.
-struct ConstraintConflict: Sendable {
-    var objectID: ManagedObjectID
-    var existing: ManagedObjectID?
-}
-
-/// Thrown by stores for uniqueness conflicts; carries the conflicts so a policy can resolve them.
-struct ConstraintConflictError: Error {
-    var error: ObjectGraphError
-    var conflicts: [ConstraintConflict]
-}
-
-extension ConstraintConflictError {
-    static func make(_ errors: [ObjectGraphError], _ conflicts: [ConstraintConflict]) -> ConstraintConflictError {
-        let error = errors.count == 1 ? errors[0] : ObjectGraphError(
-            .constraintConflict, "\(errors.count) uniqueness constraint conflicts: " + errors.map(\.message).joined(separator: "; "),
-            entityName: errors[0].entityName, key: errors[0].key, objectID: errors[0].objectID, underlyingErrors: errors)
-        return ConstraintConflictError(error: error, conflicts: conflicts)
-    }
-}

@@ -76,15 +76,6 @@ struct StoreSaveResult: Sendable {
     var snapshots: [ManagedObjectID: Snapshot] = [:]
 }
 
-/// A conflict found by optimistic locking: the row changed (or vanished) since the saving
-/// context read it.
-struct VersionConflict: Sendable {
-    var id: ManagedObjectID
-    var expectedVersion: Int64
-    /// The row as it is in the store now; nil when it was deleted.
-    var persisted: Snapshot?
-}
-
 /// What every kind of store does. A backend knows nothing of contexts: it reads and writes
 /// snapshots, and runs fetches, in one transaction each.
 protocol StoreBackend: AnyObject, Sendable {
@@ -130,9 +121,4 @@ extension StoreBackend {
     func currentSnapshots(for ids: [ManagedObjectID], store: PersistentStore) throws -> [ManagedObjectID: Snapshot] {
         try snapshots(for: ids, store: store)
     }
-}
-
-/// Thrown by a backend when version checks fail; the coordinator turns it into a merge-conflict error.
-struct VersionConflictError: Error {
-    var conflicts: [VersionConflict]
 }
