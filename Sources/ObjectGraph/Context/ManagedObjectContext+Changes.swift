@@ -8,19 +8,25 @@ extension ManagedObjectContext {
     public static let didSaveObjectIDsNotification = Notification.Name("ObjectGraphDidSaveObjectIDsNotification")
     public static let didMergeChangesObjectIDsNotification = Notification.Name("ObjectGraphDidMergeChangesObjectIDsNotification")
 
-    /// Keys of the notifications' `userInfo`.
-    public enum NotificationKey {
-        public static let insertedObjects = "inserted"
-        public static let updatedObjects = "updated"
-        public static let deletedObjects = "deleted"
-        public static let refreshedObjects = "refreshed"
-        public static let invalidatedObjects = "invalidated"
-        public static let invalidatedAllObjects = "invalidatedAll"
-        public static let insertedObjectIDs = "inserted_objectIDs"
-        public static let updatedObjectIDs = "updated_objectIDs"
-        public static let deletedObjectIDs = "deleted_objectIDs"
-        public static let refreshedObjectIDs = "refreshed_objectIDs"
-        public static let invalidatedObjectIDs = "invalidated_objectIDs"
+    /// Keys of the notifications' `userInfo`, Core Data's `NSManagedObjectContext.NotificationKey`:
+    /// the `userInfo` dictionaries are keyed by their `rawValue`s.
+    ///
+    /// ```swift
+    /// let inserted = notification.userInfo?[ManagedObjectContext.NotificationKey.insertedObjects.rawValue] as? Set<ManagedObject>
+    /// ```
+    public enum NotificationKey: String, Sendable, CaseIterable {
+        case insertedObjects = "inserted"
+        case updatedObjects = "updated"
+        case deletedObjects = "deleted"
+        case refreshedObjects = "refreshed"
+        case invalidatedObjects = "invalidated"
+        case invalidatedAllObjects = "invalidatedAll"
+        case insertedObjectIDs = "inserted_objectIDs"
+        case updatedObjectIDs = "updated_objectIDs"
+        case deletedObjectIDs = "deleted_objectIDs"
+        case refreshedObjectIDs = "refreshed_objectIDs"
+        case invalidatedObjectIDs = "invalidated_objectIDs"
+        case queryGeneration = "managedObjectContextQueryGenerationKey"
     }
 
     /// Applies delete rules to objects deleted since the last call, and posts
@@ -44,12 +50,26 @@ extension ManagedObjectContext {
             deletedObjects.remove(object)
             unregister(object)
         }
-        guard hasUnprocessedChanges || !deleted.isEmpty else { return }
-        hasUnprocessedChanges = false
+        // Each change is reported once: what changed since the previous notification.
+        let changed = unreported
+        unreported = []
+        var inserted: Set<ManagedObject> = [], updated: Set<ManagedObject> = []
+        for object in changed {
+            object.flags.remove(.unreported)
+            guard !deleted.contains(object), object.managedObjectContext === self else { continue }
+            if object.isDeleted { continue }
+            if object.isInserted && !object.flags.contains(.insertReported) {
+                object.flags.insert(.insertReported)
+                inserted.insert(object)
+            } else if object.hasChanges {
+                updated.insert(object)
+            }
+        }
+        guard !inserted.isEmpty || !updated.isEmpty || !deleted.isEmpty else { return }
         NotificationCenter.default.post(name: Self.objectsDidChangeNotification, object: self, userInfo: [
-            NotificationKey.insertedObjects: insertedObjects,
-            NotificationKey.updatedObjects: updatedObjects.filter(\.hasChanges),
-            NotificationKey.deletedObjects: deleted,
+            NotificationKey.insertedObjects.rawValue: inserted,
+            NotificationKey.updatedObjects.rawValue: updated,
+            NotificationKey.deletedObjects.rawValue: deleted,
         ])
     }
 
@@ -103,7 +123,7 @@ extension ManagedObjectContext {
         updatedObjects = []
         deletedObjects = []
         pendingDeletes = []
-        hasUnprocessedChanges = false
+        clearUnreported()
         if !retainsRegisteredObjects { retained = [] }
         if parent != nil { restoreUnloadedToManyRelationships() }
     }
@@ -130,7 +150,13 @@ extension ManagedObjectContext {
         updatedObjects = []
         deletedObjects = []
         pendingDeletes = []
-        hasUnprocessedChanges = false
+        clearUnreported()
+    }
+
+    /// Forgets the changes not reported yet (they were discarded).
+    func clearUnreported() {
+        for object in unreported { object.flags.remove(.unreported) }
+        unreported = []
     }
 
     /// Gives inserted objects permanent IDs now, before they are saved.

@@ -81,28 +81,38 @@ extension ManagedObjectContext {
     }
 
     /// Merges changes made elsewhere (a save of another coordinator, a batch operation) into
-    /// contexts, on each context's queue. The dictionary's keys are `NotificationKey.insertedObjectIDs`,
-    /// `.updatedObjectIDs`, `.deletedObjectIDs` (also `insertedObjects`, …); its values are
-    /// collections of `ManagedObjectID`s or their URIs.
+    /// contexts, on each context's queue (Core Data's `mergeChanges(fromRemoteContextSave:into:)`).
+    ///
+    /// The dictionary's keys are ``NotificationKey`` values or their raw values (`.insertedObjectIDs`,
+    /// `.updatedObjectIDs`, `.deletedObjectIDs`, and the `…Objects` keys alike); its values are arrays or
+    /// sets of `ManagedObjectID`s or of their URIs.
+    ///
+    /// ```swift
+    /// ManagedObjectContext.mergeChanges(
+    ///     fromRemoteContextSave: [ManagedObjectContext.NotificationKey.deletedObjects.rawValue: deletedIDs], into: [main])
+    /// ```
     public static func mergeChanges(fromRemoteContextSave changes: [AnyHashable: Any], into contexts: [ManagedObjectContext]) {
         for context in contexts {
             let coordinator = context.persistentStoreCoordinator
-            func ids(_ keys: String...) -> Set<ManagedObjectID> {
+            func ids(_ keys: NotificationKey...) -> Set<ManagedObjectID> {
                 var result: Set<ManagedObjectID> = []
                 for key in keys {
-                    guard let value = changes[key] else { continue }
-                    let items: [Any] = (value as? [Any]) ?? (value as? Set<ManagedObjectID>).map { Array($0) } ?? (value as? Set<URL>).map { Array($0) } ?? []
+                    guard let value = changes[AnyHashable(key.rawValue)] ?? changes[AnyHashable(key)] else { continue }
+                    guard let items = value as? any Sequence else { continue }
                     for item in items {
-                        if let id = item as? ManagedObjectID { result.insert(id) }
-                        else if let url = item as? URL, let id = coordinator?.managedObjectID(forURIRepresentation: url) { result.insert(id) }
+                        if let id = item as? ManagedObjectID {
+                            result.insert(id)
+                        } else if let url = item as? URL, let id = coordinator?.managedObjectID(forURIRepresentation: url) {
+                            result.insert(id)
+                        }
                     }
                 }
                 return result
             }
             let merged = SaveChanges(
-                insertedObjectIDs: ids(NotificationKey.insertedObjectIDs, NotificationKey.insertedObjects),
-                updatedObjectIDs: ids(NotificationKey.updatedObjectIDs, NotificationKey.updatedObjects),
-                deletedObjectIDs: ids(NotificationKey.deletedObjectIDs, NotificationKey.deletedObjects))
+                insertedObjectIDs: ids(.insertedObjectIDs, .insertedObjects),
+                updatedObjectIDs: ids(.updatedObjectIDs, .updatedObjects),
+                deletedObjectIDs: ids(.deletedObjectIDs, .deletedObjects))
             context.performAndWait { context.mergeChanges(merged) }
         }
     }
@@ -157,16 +167,16 @@ extension ManagedObjectContext {
         refaultToManyRelationships(touchedBy: changes)
 
         NotificationCenter.default.post(name: Self.objectsDidChangeNotification, object: self, userInfo: [
-            NotificationKey.updatedObjects: refreshed,
-            NotificationKey.refreshedObjects: refreshed,
-            NotificationKey.invalidatedObjects: invalidated,
-            NotificationKey.deletedObjects: invalidated,
-            NotificationKey.insertedObjects: Set<ManagedObject>(),
+            NotificationKey.updatedObjects.rawValue: refreshed,
+            NotificationKey.refreshedObjects.rawValue: refreshed,
+            NotificationKey.invalidatedObjects.rawValue: invalidated,
+            NotificationKey.deletedObjects.rawValue: invalidated,
+            NotificationKey.insertedObjects.rawValue: Set<ManagedObject>(),
         ])
         NotificationCenter.default.post(name: Self.didMergeChangesObjectIDsNotification, object: self, userInfo: [
-            NotificationKey.insertedObjectIDs: changes.insertedObjectIDs,
-            NotificationKey.updatedObjectIDs: changes.updatedObjectIDs,
-            NotificationKey.deletedObjectIDs: changes.deletedObjectIDs,
+            NotificationKey.insertedObjectIDs.rawValue: changes.insertedObjectIDs,
+            NotificationKey.updatedObjectIDs.rawValue: changes.updatedObjectIDs,
+            NotificationKey.deletedObjectIDs.rawValue: changes.deletedObjectIDs,
         ])
         didMergeForNesting(received)
     }

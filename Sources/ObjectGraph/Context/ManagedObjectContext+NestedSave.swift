@@ -176,7 +176,7 @@ extension ManagedObjectContext {
         }
         insertedObjects.insert(object)
         retained.insert(object)
-        hasUnprocessedChanges = true
+        noteUnreportedChange(object)
         return object
     }
 

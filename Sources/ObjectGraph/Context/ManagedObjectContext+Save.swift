@@ -209,15 +209,15 @@ extension ManagedObjectContext {
             inserted: Set(inserted.map(\.objectID)), updated: Set(updated.map(\.objectID)),
             deleted: Set(saved.deleted.map { canonical($0.objectID) }), changedKeys: changedKeys, snapshots: result.snapshots)
         NotificationCenter.default.post(name: Self.didSaveObjectsNotification, object: self, userInfo: [
-            NotificationKey.insertedObjects: inserted,
-            NotificationKey.updatedObjects: updated,
-            NotificationKey.deletedObjects: deleted,
+            NotificationKey.insertedObjects.rawValue: inserted,
+            NotificationKey.updatedObjects.rawValue: updated,
+            NotificationKey.deletedObjects.rawValue: deleted,
             SaveChanges.userInfoKey: changes,
         ])
         NotificationCenter.default.post(name: Self.didSaveObjectIDsNotification, object: self, userInfo: [
-            NotificationKey.insertedObjectIDs: changes.insertedObjectIDs,
-            NotificationKey.updatedObjectIDs: changes.updatedObjectIDs,
-            NotificationKey.deletedObjectIDs: changes.deletedObjectIDs,
+            NotificationKey.insertedObjectIDs.rawValue: changes.insertedObjectIDs,
+            NotificationKey.updatedObjectIDs.rawValue: changes.updatedObjectIDs,
+            NotificationKey.deletedObjectIDs.rawValue: changes.deletedObjectIDs,
             SaveChanges.userInfoKey: changes,
         ])
         publish(changes)

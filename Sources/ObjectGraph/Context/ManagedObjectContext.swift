@@ -125,6 +125,8 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
     public internal(set) var deletedObjects: Set<ManagedObject> = []
     /// Objects deleted since the last `processPendingChanges()`, whose delete rules are pending.
     var pendingDeletes: [ManagedObject] = []
+    /// Objects changed since the last `objectsDidChangeNotification` (flagged `.unreported`).
+    var unreported: [ManagedObject] = []
     /// Rows fetched as IDs with their values, held in the row cache until `reset()`.
     var pinnedRows: [ManagedObjectID] = []
 
@@ -308,7 +310,7 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
     }
 
     private func endOfBlock() {
-        if !pendingDeletes.isEmpty || hasUnprocessedChanges { processPendingChanges() }
+        if !pendingDeletes.isEmpty || !unreported.isEmpty { processPendingChanges() }
     }
 
     // MARK: - Locking
@@ -335,6 +337,13 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
     }
 
     func canonical(_ id: ManagedObjectID) -> ManagedObjectID { aliases[id] ?? id }
+
+    /// An ID handed in by the program, made with this context's coordinator's store and model (an
+    /// ID from another coordinator on the same store names the same row).
+    func local(_ id: ManagedObjectID) -> ManagedObjectID {
+        guard !id.isTemporaryID, let coordinator = persistentStoreCoordinator else { return id }
+        return coordinator.localID(id) ?? id
+    }
 
     func register(_ object: ManagedObject) {
         registered[object.objectID] = Unmanaged.passUnretained(object)
@@ -383,7 +392,7 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
     /// object whose row does not exist fails when its fault fires.
     public func object(with objectID: ManagedObjectID) -> ManagedObject {
         assertOnQueue("object(with:)")
-        var id = canonical(objectID)
+        var id = canonical(local(objectID))
         if let object = registered[id] { return object.takeUnretainedValue() }
         if id.isTemporaryID && parent != nil {
             id = permanentIDKnownAbove(id)
@@ -416,7 +425,7 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
     ///   know, ``ObjectGraphError/objectNotFound`` when the row does not exist.
     public func existingObject(with objectID: ManagedObjectID) throws -> ManagedObject {
         assertOnQueue("existingObject(with:)")
-        var id = canonical(objectID)
+        var id = canonical(local(objectID))
         if id.isTemporaryID && parent != nil && registered[id] == nil { id = permanentIDKnownAbove(id) }
         if let object = registered[id]?.takeUnretainedValue() {
             if object.isFault {
@@ -491,7 +500,7 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
         register(object)
         insertedObjects.insert(object)
         retained.insert(object)
-        hasUnprocessedChanges = true
+        noteUnreportedChange(object)
         object.awakeFromInsert()
     }
 
@@ -508,14 +517,19 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
         deletedObjects.insert(object)
         retained.insert(object)
         pendingDeletes.append(object)
-        hasUnprocessedChanges = true
+        noteUnreportedChange(object)
     }
 
-    var hasUnprocessedChanges = false
+    /// Records that an object changed since the last `objectsDidChangeNotification`, which reports
+    /// each change once.
+    func noteUnreportedChange(_ object: ManagedObject) {
+        guard !object.flags.contains(.unreported) else { return }
+        object.flags.insert(.unreported)
+        unreported.append(object)
+    }
 
     func objectDidBecomeUpdated(_ object: ManagedObject) {
         updatedObjects.insert(object)
         retained.insert(object)
-        hasUnprocessedChanges = true
     }
 }

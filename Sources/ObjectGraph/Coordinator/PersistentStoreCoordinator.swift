@@ -188,6 +188,24 @@ public final class PersistentStoreCoordinator: Sendable, CustomStringConvertible
 
     // MARK: - Store access for contexts
 
+    /// This coordinator's store of an ID: its own store, or, for an ID made by another coordinator
+    /// on the same store (same UUID), this coordinator's store with that UUID.
+    func localStore(of id: ManagedObjectID) -> PersistentStore? {
+        guard let store = id.persistentStore else { return nil }
+        let stores = persistentStores
+        if stores.contains(where: { $0 === store }) { return store }
+        return stores.first { $0.identifier == store.identifier }
+    }
+
+    /// An ID as this coordinator knows it: made with its own store and model when another
+    /// coordinator on the same store made it (nil when no store of this coordinator has it).
+    func localID(_ id: ManagedObjectID) -> ManagedObjectID? {
+        guard let store = id.persistentStore, let pk = id.primaryKey else { return id }
+        if persistentStores.contains(where: { $0 === store }) { return id }
+        guard let local = localStore(of: id), let entity = managedObjectModel.entitiesByName[id.entityName] else { return nil }
+        return ManagedObjectID(entity: entity, store: local, primaryKey: pk)
+    }
+
     /// The store new objects go to.
     func storeForInsert(of entity: EntityDescription) throws -> PersistentStore {
         guard let store = persistentStores.first(where: { !$0.isReadOnly }) ?? persistentStores.first else {
@@ -234,7 +252,7 @@ public final class PersistentStoreCoordinator: Sendable, CustomStringConvertible
             var result: [ManagedObjectID: Snapshot] = [:]
             var byStore: [ObjectIdentifier: (PersistentStore, [ManagedObjectID])] = [:]
             for id in ids {
-                guard let store = id.persistentStore else { continue }
+                guard let store = localStore(of: id) else { continue }
                 byStore[ObjectIdentifier(store), default: (store, [])].1.append(id)
             }
             for (store, list) in byStore.values {
@@ -252,7 +270,7 @@ public final class PersistentStoreCoordinator: Sendable, CustomStringConvertible
             var result: [ManagedObjectID: [ManagedObjectID]] = [:]
             var byStore: [ObjectIdentifier: (PersistentStore, [ManagedObjectID])] = [:]
             for id in sources {
-                guard let store = id.persistentStore else { continue }
+                guard let store = localStore(of: id) else { continue }
                 byStore[ObjectIdentifier(store), default: (store, [])].1.append(id)
             }
             for (store, list) in byStore.values {

@@ -47,7 +47,7 @@ open class ManagedObject: Hashable, CustomStringConvertible {
     @exclusivity(unchecked) var batch: FaultBatch?
 
     struct Flags: OptionSet {
-        let rawValue: UInt8
+        let rawValue: UInt16
         static let fault = Flags(rawValue: 1 << 0)
         static let inserted = Flags(rawValue: 1 << 1)
         static let deleted = Flags(rawValue: 1 << 2)
@@ -55,6 +55,10 @@ open class ManagedObject: Hashable, CustomStringConvertible {
         static let holdsRowCache = Flags(rawValue: 1 << 4)
         static let invalid = Flags(rawValue: 1 << 5)
         static let pendingDelete = Flags(rawValue: 1 << 6)
+        /// Changed since the last `objectsDidChangeNotification` (listed in the context's `unreported`).
+        static let unreported = Flags(rawValue: 1 << 7)
+        /// Its insert was reported by an `objectsDidChangeNotification`.
+        static let insertReported = Flags(rawValue: 1 << 8)
     }
 
     /// Creates an object of `entity`, inserted into `context` when one is given.
@@ -306,6 +310,7 @@ open class ManagedObject: Hashable, CustomStringConvertible {
     @inline(__always)
     func markChanged(_ index: Int) {
         changedIndices.insert(index)
+        if !flags.contains(.unreported) { managedObjectContext?.noteUnreportedChange(self) }
         if !flags.contains(.inserted) && !flags.contains(.deleted) && !flags.contains(.updated) {
             flags.insert(.updated)
             managedObjectContext?.objectDidBecomeUpdated(self)

@@ -8,6 +8,11 @@ import Synchronization
 ///
 /// An object inserted into a context has a temporary ID until it is saved (or until
 /// `obtainPermanentIDs(for:)`); a temporary ID means nothing to other contexts.
+///
+/// Two permanent IDs are equal when they name the same row (entity tree and primary key) of the
+/// same store, identified by its UUID (`NSStoreUUID`), whichever coordinator produced them: IDs
+/// kept across a restart, or read back from URIs, compare equal. A temporary ID is equal only to
+/// itself.
 public struct ManagedObjectID: Hashable, Sendable, CustomStringConvertible, Comparable {
     /// The entity of the object.
     public let entity: EntityDescription
@@ -20,7 +25,8 @@ public struct ManagedObjectID: Hashable, Sendable, CustomStringConvertible, Comp
         static func == (lhs: Key, rhs: Key) -> Bool {
             switch (lhs, rhs) {
             case (.temporary(let a), .temporary(let b)): a == b
-            case (.permanent(let s, let a), .permanent(let t, let b)): a == b && s === t
+            // The same row of the same store (its UUID), whichever coordinator opened it.
+            case (.permanent(let s, let a), .permanent(let t, let b)): a == b && (s === t || s.identifier == t.identifier)
             default: false
             }
         }
@@ -30,7 +36,7 @@ public struct ManagedObjectID: Hashable, Sendable, CustomStringConvertible, Comp
             case .temporary(let n): hasher.combine(n)
             case .permanent(let store, let pk):
                 hasher.combine(pk)
-                hasher.combine(ObjectIdentifier(store))
+                hasher.combine(store.identifierHash)
             }
         }
     }

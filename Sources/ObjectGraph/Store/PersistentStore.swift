@@ -52,8 +52,11 @@ public final class PersistentStore: Sendable, CustomStringConvertible {
     public let isReadOnly: Bool
     /// The durability of saves.
     public let durability: StoreDurability
-    /// The store's metadata: its identifier, its type and the version hash of the model that wrote it.
-    public let metadata: [String: String]
+    /// The store's metadata (Core Data's `[String: Any]`): its identifier (`"NSStoreUUID"`, a `String`),
+    /// its type (`"NSStoreType"`, a `String`) and the version hash of the model that wrote it.
+    public let metadata: [String: any Sendable]
+    /// A hash of ``identifier``, computed once: object IDs hash by it.
+    let identifierHash: Int
 
     let backend: any StoreBackend
 
@@ -65,7 +68,10 @@ public final class PersistentStore: Sendable, CustomStringConvertible {
         self.durability = durability
         self.backend = backend
         self.identifier = backend.identifier
-        self.metadata = backend.metadata
+        self.metadata = backend.metadata.mapValues { $0 as any Sendable }
+        var hasher = Hasher()
+        hasher.combine(backend.identifier)
+        self.identifierHash = hasher.finalize()
     }
 
     public var description: String { "PersistentStore(\(type), \(url?.path ?? "in memory"), \(identifier))" }

@@ -78,7 +78,7 @@ struct StoreTests {
         let coordinator = PersistentStoreCoordinator(managedObjectModel: TestModels.notes())
         let store = try coordinator.addPersistentStore(type: kind.type, at: url)
         #expect(store.identifier == identifier)
-        #expect(store.metadata[PersistentStore.metadataModelHashKey] == TestModels.notes().versionHash)
+        #expect(store.metadata[PersistentStore.metadataModelHashKey] as? String == TestModels.notes().versionHash)
         let context = ManagedObjectContext(concurrencyType: .confinement)
         context.persistentStoreCoordinator = coordinator
         let folder = try #require(try context.all("Folder").first)
