@@ -123,9 +123,10 @@ extension ManagedObjectContext {
         updatedObjects = []
         deletedObjects = []
         pendingDeletes = []
+        assignedStores = [:]
         clearUnreported()
         if !retainsRegisteredObjects { retained = [] }
-        if parent != nil { restoreUnloadedToManyRelationships() }
+        restoreUnloadedToManyRelationships()
     }
 
     /// Forgets every registered object and unsaved change; objects fetched before must not be used
@@ -145,6 +146,7 @@ extension ManagedObjectContext {
         registered = [:]
         retained = []
         aliases = [:]
+        assignedStores = [:]
         pinnedRows = []
         insertedObjects = []
         updatedObjects = []
@@ -167,18 +169,9 @@ extension ManagedObjectContext {
         let temporary = objects.filter { $0.objectID.isTemporaryID && $0.managedObjectContext === self }
         guard !temporary.isEmpty else { return }
         let ids = temporary.map(\.objectID)
-        // A child asks its root for IDs; the whole chain then uses them.
-        adoptPermanentIDs(try permanentIDs(for: ids))
-    }
-
-    /// Permanent IDs for temporary ones, allocated by the root of the chain, which hands them to
-    /// every context of the chain.
-    func permanentIDs(for ids: [ManagedObjectID]) throws -> [ManagedObjectID: ManagedObjectID] {
-        if let parent { return try withParent(parent) { try parent.permanentIDs(for: ids) } }
-        let mapping = try coordinator.allocatePermanentIDs(for: ids)
-        adoptPermanentIDs(mapping)
-        propagatePermanentIDs(mapping)
-        return mapping
+        // The coordinator gives them, through the chain; every context of the chain then uses them.
+        let assignments = assignedStores.filter { ids.contains($0.key) }
+        adoptPermanentIDs(try parentStore.permanentIDs(for: ids, assignments: assignments, requester: self))
     }
 
     /// Re-registers objects under permanent IDs, keeping the temporary ones as aliases.

@@ -17,67 +17,60 @@ extension ManagedObjectContext {
         }
     }
 
-    /// Fills several faults with one store read.
+    /// Fills several faults with one read of the parent store (the row cache, then the stores, at
+    /// the root; the parent's view for a child).
     func fulfillFaults(_ objects: [ManagedObject]) {
         let faults = objects.filter { $0.isFault && $0.managedObjectContext === self }
         if faults.isEmpty { return }
-        if parent != nil {
-            fulfillFaultsFromParent(faults)
-            return
+        let viewed: ViewedSnapshots
+        do { viewed = try readSnapshots(faults.map(\.objectID)) } catch {
+            fatalError("ObjectGraph: could not fulfil \(faults.count) fault\(faults.count == 1 ? "" : "s") in context '\(debugName)': \(error)")
         }
-        if faults.count == 1 {
-            if (try? loadSnapshot(for: faults[0])) != true { inaccessibleFault(faults[0]) }
-            return
-        }
-        var missing: [ManagedObject] = []
-        let cache = coordinator.rowCache
-        let maximumAge = stalenessInterval >= 0 ? stalenessInterval : nil
         for object in faults {
-            if let snapshot = cache.retainSnapshot(for: object.objectID, maximumAge: maximumAge) {
-                materialize(object, snapshot, holdsRowCache: true)
-            } else {
-                missing.append(object)
-            }
-        }
-        guard !missing.isEmpty else { return }
-        let snapshots: [ManagedObjectID: Snapshot]
-        do { snapshots = try coordinator.fetchSnapshots(missing.map(\.objectID)) } catch {
-            fatalError("ObjectGraph: could not fulfil \(missing.count) faults in context '\(debugName)': \(error)")
-        }
-        for object in missing {
-            if let snapshot = snapshots[object.objectID] {
-                materialize(object, snapshot, holdsRowCache: true)
+            if let snapshot = viewed.snapshots[object.objectID] {
+                materialize(object, snapshot, holdsRowCache: viewed.leases?.claim(object.objectID) ?? false)
             } else {
                 inaccessibleFault(object)
             }
         }
     }
 
-    /// Reads a fault's snapshot (row cache first); false when its row does not exist.
+    /// Reads a fault's snapshot; false when its object does not exist in the parent store.
     func loadSnapshot(for object: ManagedObject) throws -> Bool {
-        if parent != nil { return try loadSnapshotFromParent(for: object) }
-        if object.objectID.isTemporaryID { return false }
-        let maximumAge = stalenessInterval >= 0 ? stalenessInterval : nil
-        if let snapshot = coordinator.rowCache.retainSnapshot(for: object.objectID, maximumAge: maximumAge) {
-            materialize(object, snapshot, holdsRowCache: true)
-            return true
-        }
-        guard let snapshot = try coordinator.fetchSnapshots([object.objectID])[object.objectID] else { return false }
-        materialize(object, snapshot, holdsRowCache: true)
+        let viewed = try readSnapshots([object.objectID])
+        guard let snapshot = viewed.snapshots[object.objectID] else { return false }
+        materialize(object, snapshot, holdsRowCache: viewed.leases?.claim(object.objectID) ?? false)
         return true
     }
 
-    /// Gives a fault its values.
+    /// Snapshots for faults, from the parent store, no older than `stalenessInterval`.
+    private func readSnapshots(_ ids: [ManagedObjectID]) throws -> ViewedSnapshots {
+        let maximumAge = stalenessInterval >= 0 ? stalenessInterval : nil
+        return try parentStore.snapshots(for: ids, maximumAge: maximumAge, leasing: true, requester: self)
+    }
+
+    /// Gives a fault its values. With `holdsRowCache`, the object keeps a reference on its row in
+    /// the row cache (its values are the cached snapshot's).
     func materialize(_ object: ManagedObject, _ snapshot: Snapshot, holdsRowCache: Bool) {
+        guard object.isFault else {
+            if holdsRowCache { coordinator.rowCache.release([object.objectID]) }
+            return
+        }
         if object.flags.contains(.holdsRowCache) && holdsRowCache {
             // The object already held a reference (taken when fetched as a fault).
             coordinator.rowCache.release([object.objectID])
         }
-        object.values = snapshot.values
+        var values = snapshot.values
+        // Transient attributes are not stored: a fetched or refreshed object has their defaults.
+        for attribute in object.entity.attributes where attribute.isTransient {
+            values[attribute.index] = attribute.defaultStoredValue
+        }
+        object.values = values
         object.snapshot = snapshot
         object.boxed = [:]
         object.flags.remove(.fault)
         if holdsRowCache { object.flags.insert(.holdsRowCache) }
+        restoreUnloadedToManyRelationships(of: object)
         object.awakeFromFetch()
     }
 
@@ -99,28 +92,27 @@ extension ManagedObjectContext {
         }
     }
 
-    /// Loads a to-many relationship of several objects with one store read.
+    /// Loads a to-many relationship of several objects with one read of the parent store.
     func loadToMany(_ relationship: RelationshipDescription, of objects: [ManagedObject]) {
-        // Only objects inserted here have no destinations outside; a child's objects with
-        // temporary IDs may be its ancestors' inserted objects.
-        func isNew(_ object: ManagedObject) -> Bool { parent == nil ? object.objectID.isTemporaryID : object.isInserted }
+        // Only objects inserted here have no destinations outside (a child's objects with
+        // temporary IDs may be its ancestors' inserted objects).
         let pending = objects.filter { object in
-            !isNew(object) && !(object.toMany[relationship.index]?.isLoaded ?? false)
+            !object.isInserted && !(object.toMany[relationship.index]?.isLoaded ?? false)
         }
-        for object in objects where isNew(object) {
+        for object in objects where object.isInserted {
             let value = object.relationshipValue(relationship)
             if !value.isLoaded { value.load([]) }
         }
         guard !pending.isEmpty else { return }
+        let sources = pending.map(\.objectID)
         let destinations: [ManagedObjectID: [ManagedObjectID]]
         do {
-            destinations = try parent != nil
-                ? destinationsFromParent(of: relationship, for: pending.map(\.objectID))
-                : coordinator.destinations(of: relationship, for: pending.map(\.objectID))
+            let read = try parentStore.destinations(of: relationship, for: sources.map(canonical), requester: self)
+            destinations = Dictionary(uniqueKeysWithValues: sources.map { ($0, read[canonical($0)] ?? []) })
         } catch {
             fatalError("ObjectGraph: could not read \(relationship.entity?.name ?? "").\(relationship.name) in context '\(debugName)': \(error)")
         }
-        let seen = destinationsSeenHere(of: relationship, stored: destinations, for: pending.map(\.objectID))
+        let seen = destinationsSeenHere(of: relationship, stored: destinations, for: sources)
         for object in pending {
             object.relationshipValue(relationship).load(seen[object.objectID] ?? [])
         }

@@ -54,11 +54,7 @@ extension ManagedObjectContext {
         deliverMailIfNeeded()
         let entity = try resolveEntity(request)
         try request.predicate?.validate()
-        if parent != nil { return try matchingThroughParent(request, entity: entity, for: .count).count }
-        if !request.includesPendingChanges || !hasPendingChanges(of: entity, includesSubentities: request.includesSubentities) {
-            return try coordinator.countRows(storeRequest(request, entity: entity, values: false))
-        }
-        return try matchingIDsWithPendingChanges(request, entity: entity).count
+        return try viewCount(storeRequest(request, entity: entity, values: false), includingPendingChanges: request.includesPendingChanges)
     }
 
     private func resultTypeMismatch<T>(_ request: FetchRequest<T>, _ what: String) -> ObjectGraphError {
@@ -88,128 +84,105 @@ extension ManagedObjectContext {
             fetchOffset: paging ? request.fetchOffset : 0, includesPropertyValues: values)
     }
 
-    /// Whether unsaved changes touch objects of the entity.
-    func hasPendingChanges(of entity: EntityDescription, includesSubentities: Bool) -> Bool {
-        if pendingDeletes.count > 0 { processPendingChanges() }
-        func relevant(_ object: ManagedObject) -> Bool {
-            includesSubentities ? object.entity.isKindOf(entity: entity) : object.entity === entity
-        }
-        return insertedObjects.contains(where: relevant) || deletedObjects.contains(where: relevant)
-            || updatedObjects.contains { $0.hasChanges && relevant($0) }
+    // MARK: - Objects and IDs
+
+    /// What a fetch is for.
+    enum FetchPurpose {
+        case objects, objectIDs
     }
 
-    // MARK: - Objects
-
+    /// The objects a request matches as this context sees them (its parent store's rows with its
+    /// unsaved changes applied), registered here, in order.
     private func fetchObjects<T>(_ request: FetchRequest<T>, entity: EntityDescription) throws -> [ManagedObject] {
-        let objects: [ManagedObject]
-        if parent != nil {
-            objects = try matchingThroughParent(request, entity: entity, for: .objects).compactMap(\.object)
-        } else if request.includesPendingChanges && hasPendingChanges(of: entity, includesSubentities: request.includesSubentities) {
-            objects = try matchingIDsWithPendingChanges(request, entity: entity).map { object(with: $0) }
-        } else if request.fetchBatchSize > 0 {
-            let rows = try coordinator.fetchRows(storeRequest(request, entity: entity, values: false))
-            var result: [ManagedObject] = []
-            result.reserveCapacity(rows.count)
-            for start in stride(from: 0, to: rows.count, by: request.fetchBatchSize) {
-                let ids = rows[start..<min(start + request.fetchBatchSize, rows.count)].map(\.id)
-                let batch = FaultBatch(ids: ids)
-                for id in ids {
-                    let object = object(with: id)
-                    if object.isFault { object.batch = batch }
-                    result.append(object)
-                }
-            }
-            objects = result
-        } else {
-            let rows = try coordinator.fetchRows(storeRequest(request, entity: entity, values: request.includesPropertyValues))
-            objects = register(rows, asFaults: request.returnsObjectsAsFaults)
-        }
+        let objects = try matches(request, entity: entity, for: .objects).map { $0.object! }
         if let keyPaths = request.relationshipKeyPathsForPrefetching, !keyPaths.isEmpty {
             try prefetch(keyPaths, for: objects)
         }
         return objects
     }
 
-    /// Registers fetched rows as objects: faults whose rows wait in the row cache, or objects
-    /// filled at once.
-    func register(_ rows: [StoreRow], asFaults: Bool) -> [ManagedObject] {
+    private func fetchIDs<T>(_ request: FetchRequest<T>, entity: EntityDescription) throws -> [ManagedObjectID] {
+        try matches(request, entity: entity, for: .objectIDs).map(\.id)
+    }
+
+    /// The one fetch path. The parent store orders and pages the rows when nothing unsaved (here or
+    /// in a parent) touches the entity; otherwise the rows come unordered, are registered as
+    /// objects here, and are sorted and paged in memory.
+    func matches<T>(_ request: FetchRequest<T>, entity: EntityDescription, for purpose: FetchPurpose) throws
+        -> [(id: ManagedObjectID, object: ManagedObject?)] {
+        let sorts = request.sortDescriptors ?? []
+        let batched = purpose == .objects && request.fetchBatchSize > 0
+        // Values come with the rows when the objects want them, when fetched IDs fill the row cache,
+        // or when a parent context may hand back rows to sort here.
+        let values = (purpose == .objects && !batched && request.includesPropertyValues)
+            || (purpose == .objectIDs && request.includesPropertyValues)
+            || (!sorts.isEmpty && parentStore.resolvesTemporaryIDs)
+        let asFaults = purpose == .objects && request.returnsObjectsAsFaults
+        let fetched = try viewRows(
+            storeRequest(request, entity: entity, values: values), includingPendingChanges: request.includesPendingChanges,
+            leasing: values && (asFaults || purpose == .objectIDs), forChild: false)
+
+        if fetched.isOrdered {
+            switch purpose {
+            case .objectIDs:
+                if let leases = fetched.leases {
+                    // Fetched IDs with their values keep the rows cached until reset().
+                    for row in fetched.rows where row.snapshot != nil && leases.claim(row.id) { pinnedRows.append(row.id) }
+                }
+                return fetched.rows.map { ($0.id, nil) }
+            case .objects where batched:
+                var result: [(id: ManagedObjectID, object: ManagedObject?)] = []
+                result.reserveCapacity(fetched.rows.count)
+                for start in stride(from: 0, to: fetched.rows.count, by: request.fetchBatchSize) {
+                    let ids = fetched.rows[start..<min(start + request.fetchBatchSize, fetched.rows.count)].map(\.id)
+                    let batch = FaultBatch(ids: ids)
+                    for id in ids {
+                        let object = object(with: id)
+                        if object.isFault { object.batch = batch }
+                        result.append((object.objectID, object))
+                    }
+                }
+                return result
+            case .objects:
+                return register(fetched.rows, asFaults: asFaults, leases: fetched.leases).map { ($0.objectID, $0) }
+            }
+        }
+
+        // Unordered: objects here, sorted and paged in memory.
+        var objects = register(fetched.rows, asFaults: false, leases: fetched.leases)
+        if !sorts.isEmpty {
+            fulfillFaults(objects)
+            objects = try FetchSortDescriptor.sorted(objects, by: sorts, subject: { $0 })
+        }
+        var matched = objects.map { (id: $0.objectID, object: Optional($0)) }
+        if request.fetchOffset > 0 { matched = Array(matched.dropFirst(request.fetchOffset)) }
+        if request.fetchLimit > 0 { matched = Array(matched.prefix(request.fetchLimit)) }
+        return matched
+    }
+
+    /// Registers fetched rows as objects: faults that hold their rows in the row cache (when they
+    /// can claim a lease), or objects filled at once.
+    func register(_ rows: [StoreRow], asFaults: Bool, leases: RowLeases?) -> [ManagedObject] {
         var result: [ManagedObject] = []
         result.reserveCapacity(rows.count)
-        if asFaults {
-            let withValues = rows.filter { $0.snapshot != nil }
-            if !withValues.isEmpty { coordinator.rowCache.register(withValues, retain: true) }
-            var extra: [ManagedObjectID] = []
-            for row in rows {
-                let id = row.id
-                if let existing = registered[id]?.takeUnretainedValue() {
-                    if row.snapshot != nil { extra.append(id) }
-                    result.append(existing)
-                    continue
-                }
-                let object = makeFault(id)
-                if row.snapshot != nil { object.flags.insert(.holdsRowCache) }
+        for row in rows {
+            let object: ManagedObject
+            if let existing = registered[row.id]?.takeUnretainedValue() {
+                object = existing
+            } else {
+                object = makeFault(row.id)
                 register(object)
-                result.append(object)
             }
-            if !extra.isEmpty { coordinator.rowCache.release(extra) }
-        } else {
-            for row in rows {
-                if let existing = registered[row.id]?.takeUnretainedValue() {
-                    if existing.isFault, let snapshot = row.snapshot { materialize(existing, snapshot, holdsRowCache: false) }
-                    result.append(existing)
-                    continue
-                }
-                let object = makeFault(row.id)
-                register(object)
-                if let snapshot = row.snapshot { materialize(object, snapshot, holdsRowCache: false) }
-                result.append(object)
+            result.append(object)
+            guard let snapshot = row.snapshot, object.isFault else { continue }
+            let leased = leases?.claim(row.id) ?? false
+            if asFaults && leased && !object.flags.contains(.holdsRowCache) {
+                object.flags.insert(.holdsRowCache)
+            } else {
+                materialize(object, snapshot, holdsRowCache: leased)
             }
         }
         return result
-    }
-
-    /// The IDs matching a request with unsaved changes applied: store results less deleted and
-    /// changed objects, plus changed and inserted objects that match now; sorted and paged in memory.
-    func matchingIDsWithPendingChanges<T>(_ request: FetchRequest<T>, entity: EntityDescription) throws -> [ManagedObjectID] {
-        let sorts = request.sortDescriptors ?? []
-        let rows = try coordinator.fetchRows(storeRequest(request, entity: entity, values: !sorts.isEmpty, paging: false))
-        func relevant(_ object: ManagedObject) -> Bool {
-            request.includesSubentities ? object.entity.isKindOf(entity: entity) : object.entity === entity
-        }
-        var excluded = Set(deletedObjects.filter(relevant).map(\.objectID))
-        let changed = updatedObjects.filter { $0.hasChanges && relevant($0) && !$0.isDeleted }
-        for object in changed { excluded.insert(object.objectID) }
-        var candidates: [ManagedObject] = []
-        for object in Array(changed) + insertedObjects.filter({ relevant($0) && !$0.isDeleted }).sorted(by: { $0.objectID < $1.objectID }) {
-            if let predicate = request.predicate, !(try predicate.evaluate(with: object)) { continue }
-            candidates.append(object)
-        }
-        var ids: [ManagedObjectID]
-        if sorts.isEmpty {
-            ids = rows.map(\.id).filter { !excluded.contains($0) } + candidates.map(\.objectID)
-        } else {
-            let stored = register(rows.filter { !excluded.contains($0.id) }, asFaults: true)
-            let all = try FetchSortDescriptor.sorted(stored + candidates, by: sorts, subject: { $0 })
-            ids = all.map(\.objectID)
-        }
-        if request.fetchOffset > 0 { ids = Array(ids.dropFirst(request.fetchOffset)) }
-        if request.fetchLimit > 0 { ids = Array(ids.prefix(request.fetchLimit)) }
-        return ids
-    }
-
-    // MARK: - IDs
-
-    private func fetchIDs<T>(_ request: FetchRequest<T>, entity: EntityDescription) throws -> [ManagedObjectID] {
-        if parent != nil { return try matchingThroughParent(request, entity: entity, for: .objectIDs).map(\.id) }
-        if request.includesPendingChanges && hasPendingChanges(of: entity, includesSubentities: request.includesSubentities) {
-            return try matchingIDsWithPendingChanges(request, entity: entity)
-        }
-        let rows = try coordinator.fetchRows(storeRequest(request, entity: entity, values: request.includesPropertyValues))
-        if request.includesPropertyValues {
-            coordinator.rowCache.register(rows, retain: true)
-            pinnedRows.append(contentsOf: rows.lazy.filter { $0.snapshot != nil }.map(\.id))
-        }
-        return rows.map(\.id)
     }
 
     // MARK: - Dictionaries

@@ -19,24 +19,29 @@ extension ManagedObjectContext {
         public let deletedObjectIDs: Set<ManagedObjectID>
         /// For each updated object, the keys that changed.
         public let changedKeys: [ManagedObjectID: Set<String>]
-        /// The saved rows, so a merge need not read them again (absent for remote changes).
+        /// The saved objects as `snapshotSource` (a coordinator or a context) has them, so a merge
+        /// into a context whose parent store that is need not read them again (absent for remote changes).
         let snapshots: [ManagedObjectID: Snapshot]
+        let snapshotSource: ObjectIdentifier?
 
         /// Changes described by IDs, for example from another process or a batch operation.
         public init(
             insertedObjectIDs: Set<ManagedObjectID> = [], updatedObjectIDs: Set<ManagedObjectID> = [],
             deletedObjectIDs: Set<ManagedObjectID> = [], changedKeys: [ManagedObjectID: Set<String>] = [:]
         ) {
-            self.init(inserted: insertedObjectIDs, updated: updatedObjectIDs, deleted: deletedObjectIDs, changedKeys: changedKeys, snapshots: [:])
+            self.init(
+                inserted: insertedObjectIDs, updated: updatedObjectIDs, deleted: deletedObjectIDs, changedKeys: changedKeys, snapshots: [:],
+                source: nil)
         }
 
         init(inserted: Set<ManagedObjectID>, updated: Set<ManagedObjectID>, deleted: Set<ManagedObjectID>,
-             changedKeys: [ManagedObjectID: Set<String>], snapshots: [ManagedObjectID: Snapshot]) {
+             changedKeys: [ManagedObjectID: Set<String>], snapshots: [ManagedObjectID: Snapshot], source: (any ParentStore)?) {
             self.insertedObjectIDs = inserted
             self.updatedObjectIDs = updated
             self.deletedObjectIDs = deleted
             self.changedKeys = changedKeys
-            self.snapshots = snapshots
+            self.snapshots = source == nil ? [:] : snapshots
+            self.snapshotSource = source.map { ObjectIdentifier($0) }
         }
 
         /// The changes carried by a `didSaveObjectsNotification` or `didSaveObjectIDsNotification`.
@@ -124,9 +129,7 @@ extension ManagedObjectContext {
     public func mergeChanges(_ changes: SaveChanges) {
         assertOnQueue("mergeChanges(_:)")
         processPendingChanges()
-        // A child sees the world through its parent: the changed objects take the parent's values.
         let received = changes
-        let changes = parent != nil ? changesSeenThroughParent(changes) : changes
         var refreshed: Set<ManagedObject> = [], invalidated: Set<ManagedObject> = []
 
         // Deleted elsewhere: out of every relationship, then gone.
@@ -142,21 +145,40 @@ extension ManagedObjectContext {
             }
         }
 
+        // The changed objects as the parent store has them now (a child sees the world through its
+        // parent), where the changes do not carry them: the registered ones, and, when a loaded
+        // to-many relationship may need to list or drop one, all of them.
+        let store = parentStore
+        var changes = changes
+        if changes.snapshotSource != ObjectIdentifier(store) {
+            // Rows as another store or context had them: not this context's parent store's view.
+            changes = SaveChanges(
+                inserted: changes.insertedObjectIDs, updated: changes.updatedObjectIDs, deleted: changes.deletedObjectIDs,
+                changedKeys: changes.changedKeys, snapshots: [:], source: nil)
+        }
+        let changed = changes.insertedObjectIDs.union(changes.updatedObjectIDs)
+        if !changed.isEmpty {
+            let listsObjects = registered.values.contains { entry in
+                let object = entry.takeUnretainedValue()
+                return !object.isFault && object.toMany.values.contains(where: \.isLoaded)
+            }
+            let wanted = changed.filter { id in
+                changes.snapshots[id] == nil
+                    && (listsObjects || registered[canonical(id)].map { !$0.takeUnretainedValue().isFault } == true)
+            }
+            if !wanted.isEmpty {
+                // Read now, not from the row cache: another coordinator or process may have written them.
+                let found = (try? store.snapshots(for: Array(wanted), maximumAge: 0, leasing: false, requester: self).snapshots) ?? [:]
+                changes = SaveChanges(
+                    inserted: changes.insertedObjectIDs, updated: changes.updatedObjectIDs, deleted: changes.deletedObjectIDs,
+                    changedKeys: changes.changedKeys, snapshots: changes.snapshots.merging(found) { mine, _ in mine }, source: store)
+            }
+        }
+
         // Updated elsewhere: take the saved values.
-        var needed: [ManagedObjectID] = []
-        var targets: [(ManagedObject, ManagedObjectID)] = []
         for id in changes.updatedObjectIDs {
-            guard let object = registered[canonical(id)]?.takeUnretainedValue(), !object.isFault else { continue }
-            targets.append((object, id))
-            if changes.snapshots[id] == nil { needed.append(id) }
-        }
-        var fetched: [ManagedObjectID: Snapshot] = [:]
-        if !needed.isEmpty, parent == nil, let coordinator = persistentStoreCoordinator {
-            fetched = (try? coordinator.fetchSnapshots(needed)) ?? [:]
-            coordinator.rowCache.release(fetched.keys)
-        }
-        for (object, id) in targets {
-            guard let snapshot = changes.snapshots[id] ?? fetched[id] else { continue }
+            guard let object = registered[canonical(id)]?.takeUnretainedValue(), !object.isFault,
+                  let snapshot = changes.snapshots[id] else { continue }
             let keys = changes.changedKeys[id] ?? Set(object.entity.properties.map(\.name))
             adopt(snapshot, into: object, changedElsewhere: keys)
             refreshed.insert(object)

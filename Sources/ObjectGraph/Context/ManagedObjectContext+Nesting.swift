@@ -132,122 +132,13 @@ extension ManagedObjectContext {
         for work in nesting.takeMail() { work(self) }
     }
 
-    // MARK: - Reading through the parent
-
-    /// An object's snapshot as this context sees it: its current values, unsaved changes included,
-    /// with transformables encoded and IDs made permanent where known. The object must not be a fault.
-    func viewSnapshot(of object: ManagedObject) -> Snapshot {
-        var values = object.values
-        for (index, value) in values.enumerated() {
-            if case .objectID(let id) = value, let permanent = aliases[id] { values[index] = .objectID(permanent) }
-        }
-        for attribute in object.entity.attributes where attribute.attributeType == .transformable {
-            let index = attribute.index
-            // An unchanged value keeps its stored encoding (re-encoding could differ byte for byte).
-            guard let box = object.boxed[index], object.changedIndices.contains(index) || object.snapshot == nil else { continue }
-            values[index] = (try? TransformableCoding.encode(box, valueType: attribute.valueType)).map(Value.data) ?? .null
-        }
-        return Snapshot(entity: object.entity, version: object.snapshot?.version ?? 0, values: values)
-    }
-
-    /// A snapshot handed down the chain; a row from the row cache comes with a reference for the
-    /// context that keeps it (`holdsRowCache`).
-    struct ViewedSnapshot: Sendable {
-        var snapshot: Snapshot
-        var holdsRowCache: Bool
-    }
-
-    /// Objects as this context sees them, by the IDs asked for: its registered objects' current
-    /// values, else its parent's view, else (at the root) the row cache or the store. Objects that
-    /// do not exist are absent. With `retainingRows`, rows from the row cache carry a reference
-    /// the caller must keep (by materializing with `holdsRowCache`) or release.
-    func viewSnapshots(for ids: [ManagedObjectID], maximumAge: Double?, retainingRows: Bool) throws -> [ManagedObjectID: ViewedSnapshot] {
-        var result: [ManagedObjectID: ViewedSnapshot] = [:]
-        var missing: [ManagedObjectID] = []
-        var seen: Set<ManagedObjectID> = []
-        for id in ids where seen.insert(id).inserted {
-            if let object = registered[canonical(id)]?.takeUnretainedValue(), !object.isFault {
-                result[id] = ViewedSnapshot(snapshot: viewSnapshot(of: object), holdsRowCache: false)
-            } else {
-                missing.append(id)
-            }
-        }
-        guard !missing.isEmpty else { return result }
-        if let parent {
-            let found = try withParent(parent) { try parent.viewSnapshots(for: missing, maximumAge: maximumAge, retainingRows: retainingRows) }
-            result.merge(found) { mine, _ in mine }
-            return result
-        }
-        // The root: the row cache, then the store, by permanent ID.
-        let cache = coordinator.rowCache
-        var unread: [ManagedObjectID: [ManagedObjectID]] = [:]
-        for id in missing {
-            let permanent = canonical(id)
-            if permanent.isTemporaryID { continue }  // inserted nowhere above: it does not exist
-            if let snapshot = cache.retainSnapshot(for: permanent, maximumAge: maximumAge) {
-                // A reference is handed down only under the ID the receiver knows the object by.
-                let keeps = retainingRows && permanent == id
-                if !keeps { cache.release([permanent]) }
-                result[id] = ViewedSnapshot(snapshot: snapshot, holdsRowCache: keeps)
-            } else {
-                unread[permanent, default: []].append(id)
-            }
-        }
-        guard !unread.isEmpty else { return result }
-        let fetched = try coordinator.fetchSnapshots(Array(unread.keys))
-        // Each row fetched comes with one reference: handed to the requester that knows the row
-        // by its permanent ID, else released.
-        var release: [ManagedObjectID] = []
-        for (permanent, snapshot) in fetched {
-            let requesters = unread[permanent] ?? []
-            let keeper = retainingRows && requesters.contains(permanent) ? permanent : nil
-            for id in requesters { result[id] = ViewedSnapshot(snapshot: snapshot, holdsRowCache: id == keeper) }
-            if keeper == nil { release.append(permanent) }
-        }
-        if !release.isEmpty { cache.release(release) }
-        return result
-    }
-
-    /// Fills a fault of a child from its parent's view; false when the object does not exist there.
-    func loadSnapshotFromParent(for object: ManagedObject) throws -> Bool {
-        guard let parent else { return false }
-        let maximumAge = stalenessInterval >= 0 ? stalenessInterval : nil
-        let id = object.objectID
-        let found = try withParent(parent) { try parent.viewSnapshots(for: [id], maximumAge: maximumAge, retainingRows: true) }
-        guard let viewed = found[id] else { return false }
-        materializeFromParent(object, viewed)
-        return true
-    }
-
-    /// Fills several faults of a child with one trip up the chain.
-    func fulfillFaultsFromParent(_ faults: [ManagedObject]) {
-        guard let parent else { return }
-        let maximumAge = stalenessInterval >= 0 ? stalenessInterval : nil
-        let ids = faults.map(\.objectID)
-        let found: [ManagedObjectID: ViewedSnapshot]
-        do { found = try withParent(parent) { try parent.viewSnapshots(for: ids, maximumAge: maximumAge, retainingRows: true) } } catch {
-            fatalError("ObjectGraph: could not fulfil \(faults.count) faults in context '\(debugName)' from its parent '\(parent.debugName)': \(error)")
-        }
-        for object in faults {
-            if let viewed = found[object.objectID] { materializeFromParent(object, viewed) } else { inaccessibleFault(object) }
-        }
-    }
-
-    /// Gives a child's fault the values its parent handed down.
-    func materializeFromParent(_ object: ManagedObject, _ viewed: ViewedSnapshot) {
-        guard object.isFault else {
-            if viewed.holdsRowCache { coordinator.rowCache.release([object.objectID]) }
-            return
-        }
-        materialize(object, viewed.snapshot, holdsRowCache: viewed.holdsRowCache)
-        restoreUnloadedToManyRelationships(of: object)
-    }
+    // MARK: - Ancestors' inserted objects
 
     /// An ancestor's inserted object, seen in a child under its temporary ID, has destinations
     /// outside the child: its to-many relationships load from the parent when used, rather than
     /// starting empty as a new object's do.
     func restoreUnloadedToManyRelationships(of object: ManagedObject) {
-        guard parent != nil, object.objectID.isTemporaryID, !object.isInserted, !object.isFault else { return }
+        guard parentStore.resolvesTemporaryIDs, object.objectID.isTemporaryID, !object.isInserted, !object.isFault else { return }
         for relationship in object.entity.relationships where relationship.isToMany && object.toMany[relationship.index] == nil {
             object.toMany[relationship.index] = RelationshipValue(isOrdered: relationship.isOrdered, loaded: false)
         }
@@ -255,129 +146,10 @@ extension ManagedObjectContext {
 
     /// ``restoreUnloadedToManyRelationships(of:)`` for every registered object.
     func restoreUnloadedToManyRelationships() {
-        guard parent != nil else { return }
+        guard parentStore.resolvesTemporaryIDs else { return }
         for object in registered.values.map({ $0.takeUnretainedValue() }) where object.objectID.isTemporaryID {
             restoreUnloadedToManyRelationships(of: object)
         }
-    }
-
-    /// A to-many relationship's destinations for a child, as its parent sees them.
-    func destinationsFromParent(of relationship: RelationshipDescription, for sources: [ManagedObjectID]) throws -> [ManagedObjectID: [ManagedObjectID]] {
-        guard let parent else { return [:] }
-        return try withParent(parent) { try parent.destinationsSeenFromHere(of: relationship, for: sources) }
-    }
-
-    /// A to-many relationship's destinations as this context sees them: its registered objects'
-    /// own, else its parent's (or the store's, at the root) with this context's changes applied.
-    func destinationsSeenFromHere(of relationship: RelationshipDescription, for sources: [ManagedObjectID]) throws -> [ManagedObjectID: [ManagedObjectID]] {
-        var result: [ManagedObjectID: [ManagedObjectID]] = [:]
-        var rest: [ManagedObjectID] = []
-        for id in sources {
-            if let object = registered[canonical(id)]?.takeUnretainedValue(), !object.isFault {
-                result[id] = object.destinationIDs(relationship).map(canonical)
-            } else {
-                rest.append(id)
-            }
-        }
-        guard !rest.isEmpty else { return result }
-        var stored: [ManagedObjectID: [ManagedObjectID]] = [:]
-        if let parent {
-            stored = try withParent(parent) { try parent.destinationsSeenFromHere(of: relationship, for: rest) }
-        } else {
-            let permanent = rest.filter { !canonical($0).isTemporaryID }
-            let read = try coordinator.destinations(of: relationship, for: permanent.map(canonical))
-            for id in permanent { stored[id] = read[canonical(id)] ?? [] }
-        }
-        result.merge(destinationsSeenHere(of: relationship, stored: stored, for: rest)) { mine, _ in mine }
-        return result
-    }
-
-    // MARK: - Fetching through the parent
-
-    /// The rows this context sees for an entity and predicate: its parent's (the store's, at the
-    /// root) less what it deleted or changed here, plus its changed and inserted objects that match
-    /// now. Unsorted and unpaged. Rows carry this context's view of the objects when `values`.
-    func viewRows(
-        entity: EntityDescription, includesSubentities: Bool, predicate: FetchPredicate?, values: Bool, includingPendingChanges: Bool = true
-    ) throws -> [StoreRow] {
-        var rows: [StoreRow]
-        if let parent {
-            rows = try withParent(parent) {
-                try parent.viewRows(entity: entity, includesSubentities: includesSubentities, predicate: predicate, values: values)
-            }
-        } else {
-            rows = try coordinator.fetchRows(StoreFetchRequest(
-                entity: entity, includesSubentities: includesSubentities, predicate: predicate, includesPropertyValues: values))
-        }
-        if aliases.isEmpty == false {
-            for index in rows.indices { rows[index].id = canonical(rows[index].id) }
-        }
-        if values {
-            for index in rows.indices {
-                if let object = registered[rows[index].id]?.takeUnretainedValue(), !object.isFault, !object.hasChanges {
-                    rows[index].snapshot = viewSnapshot(of: object)
-                }
-            }
-        }
-        guard includingPendingChanges else { return rows }
-        if !pendingDeletes.isEmpty { processPendingChanges() }
-        func relevant(_ object: ManagedObject) -> Bool {
-            includesSubentities ? object.entity.isKindOf(entity: entity) : object.entity === entity
-        }
-        let changed = updatedObjects.filter { $0.hasChanges && !$0.isDeleted && relevant($0) }
-        let inserted = insertedObjects.filter { !$0.isDeleted && relevant($0) }.sorted { $0.objectID < $1.objectID }
-        var excluded = Set(deletedObjects.filter(relevant).map { canonical($0.objectID) })
-        for object in changed { excluded.insert(object.objectID) }
-        for object in inserted { excluded.insert(object.objectID) }
-        if !excluded.isEmpty { rows.removeAll { excluded.contains($0.id) } }
-        for object in Array(changed) + inserted {
-            if let predicate, !(try predicate.evaluate(with: object)) { continue }
-            rows.append(StoreRow(id: object.objectID, snapshot: values ? viewSnapshot(of: object) : nil))
-        }
-        return rows
-    }
-
-    /// What a child's fetch is for.
-    enum NestedFetchPurpose {
-        case objects, objectIDs, count
-    }
-
-    /// A child's fetch: the rows of the parent chain's view with this context's changes applied,
-    /// registered as objects (filled from the rows) when objects are wanted or sorting needs them,
-    /// then sorted and paged.
-    func matchingThroughParent<T>(_ request: FetchRequest<T>, entity: EntityDescription, for purpose: NestedFetchPurpose) throws -> [(id: ManagedObjectID, object: ManagedObject?)] {
-        let sorts = purpose == .count ? [] : request.sortDescriptors ?? []
-        let needsObjects = purpose == .objects || !sorts.isEmpty
-        let needsValues = !sorts.isEmpty || (purpose == .objects && (request.includesPropertyValues || !request.returnsObjectsAsFaults))
-        let rows = try viewRows(
-            entity: entity, includesSubentities: request.includesSubentities, predicate: request.predicate, values: needsValues,
-            includingPendingChanges: request.includesPendingChanges)
-        var matched: [(id: ManagedObjectID, object: ManagedObject?)]
-        if needsObjects {
-            var objects: [ManagedObject] = []
-            objects.reserveCapacity(rows.count)
-            for row in rows {
-                // Rows carry the IDs the parent knows: no need to look further up for them.
-                let object: ManagedObject
-                if let registered = registered[row.id]?.takeUnretainedValue() {
-                    object = registered
-                } else {
-                    object = makeFault(row.id)
-                    register(object)
-                }
-                if object.isFault, let snapshot = row.snapshot {
-                    materializeFromParent(object, ViewedSnapshot(snapshot: snapshot, holdsRowCache: false))
-                }
-                objects.append(object)
-            }
-            if !sorts.isEmpty { objects = try FetchSortDescriptor.sorted(objects, by: sorts, subject: { $0 }) }
-            matched = objects.map { ($0.objectID, $0) }
-        } else {
-            matched = rows.map { ($0.id, nil) }
-        }
-        if request.fetchOffset > 0 { matched = Array(matched.dropFirst(request.fetchOffset)) }
-        if request.fetchLimit > 0 { matched = Array(matched.prefix(request.fetchLimit)) }
-        return matched
     }
 
     // MARK: - Permanent IDs down the chain
@@ -395,7 +167,7 @@ extension ManagedObjectContext {
     /// The permanent ID the chain's root gave to a temporary ID this context never saw (the ID
     /// itself when none was given), remembered as an alias.
     func permanentIDKnownAbove(_ id: ManagedObjectID) -> ManagedObjectID {
-        guard let permanent = rootContext.nesting.permanentIDs.withLock({ $0[id] }) else { return id }
+        guard let permanent = parentStore.permanentID(forTemporary: id) else { return id }
         aliases[id] = permanent
         return permanent
     }
@@ -448,37 +220,20 @@ extension ManagedObjectContext {
     }
 
     /// Has each child with `automaticallyMergesChangesFromParent` merge changes this context now
-    /// shows, on the child's queue (they read the new values through this context).
+    /// shows, on the child's queue. The changes carry this context's view of the objects, read
+    /// here and now, so that the child's merge never waits on this context's queue (a child merging
+    /// while this context's queue waits for the child would deadlock).
     func forwardToAutomaticallyMergingChildren(_ changes: SaveChanges, except excluded: ManagedObjectContext? = nil) {
         guard !changes.isEmpty else { return }
         let followers = nesting.children.filter { $0 !== excluded && $0.nesting.mergesFromParent.load(ordering: .relaxed) }
         guard !followers.isEmpty else { return }
-        let ids = SaveChanges(
+        let changed = Array(changes.insertedObjectIDs.union(changes.updatedObjectIDs))
+        let views = (try? viewSnapshots(for: changed, maximumAge: nil, leasing: false).snapshots) ?? [:]
+        let seen = SaveChanges(
             inserted: changes.insertedObjectIDs, updated: changes.updatedObjectIDs, deleted: changes.deletedObjectIDs,
-            changedKeys: changes.changedKeys, snapshots: [:])
+            changedKeys: changes.changedKeys, snapshots: views, source: self)
         for child in followers {
-            child.deliver { $0.mergeChanges(ids) }
+            child.deliver { $0.mergeChanges(seen) }
         }
-    }
-
-    /// Changes as a child merges them: with the parent's current view of the changed objects it
-    /// may show (the objects registered here; all of them when a loaded to-many relationship may
-    /// need to list or drop one).
-    func changesSeenThroughParent(_ changes: SaveChanges) -> SaveChanges {
-        guard let parent else { return changes }
-        let changed = changes.insertedObjectIDs.union(changes.updatedObjectIDs)
-        var snapshots: [ManagedObjectID: Snapshot] = [:]
-        if !changed.isEmpty {
-            let objects = registered.values.map { $0.takeUnretainedValue() }.filter { !$0.isFault }
-            let listsObjects = objects.contains { $0.toMany.values.contains(where: \.isLoaded) }
-            let wanted = listsObjects ? Array(changed) : changed.filter { registered[canonical($0)] != nil }
-            if !wanted.isEmpty {
-                let found = (try? withParent(parent) { try parent.viewSnapshots(for: wanted, maximumAge: nil, retainingRows: false) }) ?? [:]
-                snapshots = found.mapValues(\.snapshot)
-            }
-        }
-        return SaveChanges(
-            inserted: changes.insertedObjectIDs, updated: changes.updatedObjectIDs, deleted: changes.deletedObjectIDs,
-            changedKeys: changes.changedKeys, snapshots: snapshots)
     }
 }

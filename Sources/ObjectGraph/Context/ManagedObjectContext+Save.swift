@@ -34,20 +34,15 @@ extension ManagedObjectContext {
             processPendingChanges()
         }
         try validateChanges()
-        if parent != nil {
-            // A child's save goes into its parent, not the store.
-            try pushChangesToParent()
-            return
-        }
-        let store = try coordinator.storeForInsert(of: insertedObjects.first?.entity ?? model!.entities[0])
-        // Conflicts go to the merge policy, which adjusts the objects; the save is then tried again
-        // (a few times at most, for conflicts that keep arriving while it resolves).
+        // Into the stores for a root context, into the parent for a child. Conflicts go to the merge
+        // policy, which adjusts the objects; the save is then tried again (a few times at most, for
+        // conflicts that keep arriving while it resolves).
         var attempt = 0
         while true {
             attempt += 1
             let (request, saved) = try makeSaveRequest()
             do {
-                let result = try coordinator.save(request, to: store)
+                let result = try parentStore.save(request, requester: self)
                 didSave(saved, result: result)
                 return
             } catch let error as VersionConflictError {
@@ -105,56 +100,56 @@ extension ManagedObjectContext {
         return values
     }
 
-    /// The store request for the context's changes, with IDs made canonical and transformable
-    /// values encoded.
-    func makeSaveRequest() throws -> (StoreSaveRequest, SavedObjects) {
-        var request = StoreSaveRequest()
+    /// The save request for the context's changes (the same for the stores and for a parent),
+    /// with IDs made canonical and transformable values encoded.
+    func makeSaveRequest() throws -> (ContextSaveRequest, SavedObjects) {
+        var request = ContextSaveRequest()
         var saved = SavedObjects()
-        func relationshipChanges(_ object: ManagedObject) {
-            for (index, value) in object.toMany where value.hasChanges {
+        func relationships(_ object: ManagedObject, whole: Bool) -> [ChangedRelationship] {
+            var result: [ChangedRelationship] = []
+            for (index, value) in object.toMany where whole || value.hasChanges {
                 guard let relationship = object.entity.properties[index] as? RelationshipDescription else { continue }
-                let source = canonical(object.objectID)
-                if relationship.usesJoinTable {
-                    for id in value.added { request.joinInserts.append(JoinChange(relationship: relationship, source: source, destination: canonical(id))) }
-                    for id in value.removed { request.joinDeletes.append(JoinChange(relationship: relationship, source: source, destination: canonical(id))) }
-                }
-                if relationship.isOrdered && value.isLoaded {
-                    request.orderings.append(OrderingChange(relationship: relationship, source: source, destinations: value.ids.map(canonical)))
-                } else if relationship.isOrdered && value.hasChanges {
-                    let ids = object.destinationIDs(relationship)
-                    request.orderings.append(OrderingChange(relationship: relationship, source: source, destinations: ids.map(canonical)))
+                if whole {
+                    let ids = value.ids.map(canonical)
+                    result.append(ChangedRelationship(index: index, added: ids, removed: [], order: relationship.isOrdered ? ids : nil))
+                } else {
+                    // An ordered relationship that changed is written with its whole order.
+                    let order = relationship.isOrdered ? (value.isLoaded ? value.ids : object.destinationIDs(relationship)).map(canonical) : nil
+                    result.append(ChangedRelationship(
+                        index: index, added: value.added.map(canonical), removed: value.removed.map(canonical), order: order))
                 }
             }
+            return result
         }
         for object in insertedObjects where !object.isDeleted {
-            request.inserted.append(SavedObject(
-                id: object.objectID, entity: object.entity, values: try writtenValues(of: object, encodingChangedOnly: false), changedIndices: [], expectedVersion: nil))
-            relationshipChanges(object)
+            request.inserted.append(ChangedObject(
+                id: object.objectID, entity: object.entity, values: try writtenValues(of: object, encodingChangedOnly: true),
+                changedIndices: [], relationships: relationships(object, whole: true), base: nil, store: assignedStores[object.objectID]))
             saved.inserted.append(object)
         }
         for object in updatedObjects where !object.isDeleted && !object.isInserted && object.hasChanges {
-            // Only attributes and to-one relationships live in the object's row. A to-many change is
-            // written as the destinations' foreign keys or as join-table rows, so it neither bumps
-            // nor checks the source's version: two contexts adding notes to one folder do not conflict.
-            let columns = object.changedIndices.filter(object.entity.isStoredInRow)
+            // Attributes (transient ones too: a parent context keeps them) and to-one relationships.
+            // A store writes only what lives in the row; a to-many change is written as foreign keys
+            // or join-table rows, so it neither bumps nor checks the source's version: two contexts
+            // adding notes to one folder do not conflict.
+            let indices = object.changedIndices.filter { (object.entity.properties[$0] as? RelationshipDescription)?.isToMany != true }
+            request.updated.append(ChangedObject(
+                id: object.objectID, entity: object.entity, values: try writtenValues(of: object, encodingChangedOnly: true),
+                changedIndices: indices.sorted(), relationships: relationships(object, whole: false), base: object.snapshot, store: nil))
             saved.updated.append(object)
-            relationshipChanges(object)
-            if columns.isEmpty { continue }
-            request.updated.append(SavedObject(
-                id: object.objectID, entity: object.entity, values: try writtenValues(of: object, encodingChangedOnly: false), changedIndices: columns.sorted(),
-                expectedVersion: object.snapshot?.version))
         }
         for object in deletedObjects where !object.isInserted {
-            request.deleted.append(SavedObject(
-                id: object.objectID, entity: object.entity, values: [], changedIndices: [], expectedVersion: object.snapshot?.version))
+            request.deleted.append(ChangedObject(
+                id: object.objectID, entity: object.entity, values: [], changedIndices: [], relationships: [], base: object.snapshot, store: nil))
             saved.deleted.append(object)
         }
         return (request, saved)
     }
 
     /// Brings the context up to date after a successful save and posts `didSaveObjectsNotification`.
-    func didSave(_ saved: SavedObjects, result: StoreSaveResult) {
+    func didSave(_ saved: SavedObjects, result: ContextSaveResult) {
         let mapping = result.permanentIDs
+        for object in saved.inserted { assignedStores[object.objectID] = nil }
         var changedKeys: [ManagedObjectID: Set<String>] = [:]
         for object in saved.updated {
             changedKeys[canonical(object.objectID)] = Set(object.changedIndices.map { object.entity.properties[$0].name })
@@ -207,7 +202,7 @@ extension ManagedObjectContext {
         for object in deleted { object.didSave() }
         let changes = SaveChanges(
             inserted: Set(inserted.map(\.objectID)), updated: Set(updated.map(\.objectID)),
-            deleted: Set(saved.deleted.map { canonical($0.objectID) }), changedKeys: changedKeys, snapshots: result.snapshots)
+            deleted: Set(saved.deleted.map { canonical($0.objectID) }), changedKeys: changedKeys, snapshots: result.snapshots, source: parentStore)
         NotificationCenter.default.post(name: Self.didSaveObjectsNotification, object: self, userInfo: [
             NotificationKey.insertedObjects.rawValue: inserted,
             NotificationKey.updatedObjects.rawValue: updated,

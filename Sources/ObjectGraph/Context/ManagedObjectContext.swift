@@ -118,6 +118,8 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
     var registered: [ManagedObjectID: Unmanaged<ManagedObject>] = [:]
     /// Objects kept alive while registered (changed ones, or all with `retainsRegisteredObjects`).
     var retained: Set<ManagedObject> = []
+    /// Inserted objects assigned to a store with `assign(_:to:)`, by temporary ID.
+    var assignedStores: [ManagedObjectID: PersistentStore] = [:]
     /// Temporary IDs of objects that got permanent ones, so old references still resolve.
     var aliases: [ManagedObjectID: ManagedObjectID] = [:]
     public internal(set) var insertedObjects: Set<ManagedObject> = []
@@ -394,7 +396,7 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
         assertOnQueue("object(with:)")
         var id = canonical(local(objectID))
         if let object = registered[id] { return object.takeUnretainedValue() }
-        if id.isTemporaryID && parent != nil {
+        if id.isTemporaryID && parentStore.resolvesTemporaryIDs {
             id = permanentIDKnownAbove(id)
             if let object = registered[id] { return object.takeUnretainedValue() }
         }
@@ -415,7 +417,7 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
         let id = canonical(id)
         if let object = registered[id] { return object.takeUnretainedValue() }
         // A child resolves its ancestors' inserted objects by their temporary IDs.
-        if id.isTemporaryID && parent == nil { return nil }
+        if id.isTemporaryID && !parentStore.resolvesTemporaryIDs { return nil }
         return object(with: id)
     }
 
@@ -426,7 +428,7 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
     public func existingObject(with objectID: ManagedObjectID) throws -> ManagedObject {
         assertOnQueue("existingObject(with:)")
         var id = canonical(local(objectID))
-        if id.isTemporaryID && parent != nil && registered[id] == nil { id = permanentIDKnownAbove(id) }
+        if id.isTemporaryID && parentStore.resolvesTemporaryIDs && registered[id] == nil { id = permanentIDKnownAbove(id) }
         if let object = registered[id]?.takeUnretainedValue() {
             if object.isFault {
                 guard try loadSnapshot(for: object) else {
@@ -435,7 +437,7 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
             }
             return object
         }
-        if id.isTemporaryID && parent == nil {
+        if id.isTemporaryID && !parentStore.resolvesTemporaryIDs {
             throw ObjectGraphError(
                 .temporaryObjectID,
                 "The ID \(id) is temporary: the object was never saved, and only its own context can resolve it",
@@ -470,6 +472,32 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
     }
 
     // MARK: - Inserting and deleting
+
+    /// Chooses the store a newly inserted object is saved to, where its coordinator has several
+    /// (Core Data's `assign(_:to:)`). Without it, an object goes to the first store whose
+    /// configuration includes its entity.
+    ///
+    /// ```swift
+    /// context.assign(note, to: archive)
+    /// ```
+    ///
+    /// It is a programmer error to assign an object that is not newly inserted in this context, or
+    /// to a store of another coordinator, or whose configuration does not include its entity.
+    public func assign(_ object: ManagedObject, to store: PersistentStore) {
+        assertOnQueue("assign(_:to:)")
+        guard object.managedObjectContext === self, object.isInserted, object.objectID.isTemporaryID else {
+            fatalError("ObjectGraph: assign(_:to:) in context '\(debugName)': \(object.objectID) is not a newly inserted object of this context (only those can be assigned to a store)")
+        }
+        let coordinator = coordinator
+        guard coordinator.persistentStores.contains(where: { $0 === store }) else {
+            fatalError("ObjectGraph: assign(_:to:) in context '\(debugName)': \(store) is not a store of this context's coordinator")
+        }
+        if let configuration = store.configurationName,
+           coordinator.managedObjectModel.entities(forConfigurationName: configuration)?.contains(where: { object.entity.isKindOf(entity: $0) }) != true {
+            fatalError("ObjectGraph: assign(_:to:) in context '\(debugName)': configuration '\(configuration)' of \(store) does not include entity '\(object.entity.name)' of \(object.objectID)")
+        }
+        assignedStores[object.objectID] = store
+    }
 
     /// Inserts a new object of the named entity.
     ///

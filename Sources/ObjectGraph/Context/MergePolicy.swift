@@ -103,8 +103,10 @@ extension ManagedObjectContext {
         for conflict in conflicts {
             guard let object = registered[canonical(conflict.id)]?.takeUnretainedValue() else { continue }
             guard let persisted = conflict.persisted else {
-                // Deleted in the store.
-                if object.isDeleted || mergePolicy.type == .rollback || mergePolicy.type == .mergeByPropertyStoreTrump {
+                // Deleted in the parent store. A parent context's delete stands; at the store, a
+                // policy that keeps the context's version writes the object again, under its ID.
+                if object.isDeleted || mergePolicy.type == .rollback || mergePolicy.type == .mergeByPropertyStoreTrump
+                    || !parentStore.reinsertsDeletedObjects {
                     invalidate(object)
                 } else {
                     // The context's object wins: written again, under its ID.
@@ -166,13 +168,14 @@ extension ManagedObjectContext {
             }
             object.snapshot = persisted
         }
+        restoreUnloadedToManyRelationships()
     }
 
+    /// The `.mergeConflict` error of a save refused for conflicts with the parent store.
     func mergeConflictError(_ conflicts: [VersionConflict]) -> ObjectGraphError {
-        conflictError(conflicts, summary: "optimistic locking failures") { conflict in
-            let state = conflict.persisted.map { "the store has version \($0.version)" } ?? "the row was deleted"
-            return "\(conflict.id) was changed by another context since context '\(debugName)' read it (read version \(conflict.expectedVersion), \(state))"
-        }
+        let store = parentStore
+        let summary = parent.map { "conflicts with parent context '\($0.debugName)'" } ?? "optimistic locking failures"
+        return conflictError(conflicts, summary: summary) { store.describeConflict($0, requester: self) }
     }
 
     /// A `.mergeConflict` error for version conflicts, found against the store or a parent: one
@@ -206,9 +209,8 @@ extension ManagedObjectContext {
             guard let existing = conflict.existing, !existing.isTemporaryID,
                   let object = registered[canonical(conflict.objectID)]?.takeUnretainedValue() ?? insertedObjects.first(where: { $0.objectID == conflict.objectID }),
                   object.isInserted,
-                  let persisted = try coordinator.fetchSnapshots([existing])[existing]
+                  let persisted = try parentStore.snapshots(for: [existing], maximumAge: 0, leasing: false, requester: self).snapshots[existing]
             else { throw error }
-            coordinator.rowCache.release([existing])
             if let other = registered[existing]?.takeUnretainedValue(), other !== object {
                 // The existing row was registered here as another object: the inserted one replaces it.
                 updatedObjects.remove(other)

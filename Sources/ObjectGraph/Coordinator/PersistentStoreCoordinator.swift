@@ -206,14 +206,6 @@ public final class PersistentStoreCoordinator: Sendable, CustomStringConvertible
         return ManagedObjectID(entity: entity, store: local, primaryKey: pk)
     }
 
-    /// The store new objects go to.
-    func storeForInsert(of entity: EntityDescription) throws -> PersistentStore {
-        guard let store = persistentStores.first(where: { !$0.isReadOnly }) ?? persistentStores.first else {
-            throw ObjectGraphError(.noPersistentStore, "The coordinator has no persistent store to save \(entity.name) objects to", entityName: entity.name)
-        }
-        return store
-    }
-
     func fetchRows(_ request: StoreFetchRequest) throws -> [StoreRow] {
         try access {
             let stores = persistentStores
@@ -280,13 +272,18 @@ public final class PersistentStoreCoordinator: Sendable, CustomStringConvertible
         }
     }
 
-    func allocatePermanentIDs(for ids: [ManagedObjectID]) throws -> [ManagedObjectID: ManagedObjectID] {
+    /// Permanent IDs for temporary ones, from the store each object goes to (its assigned store,
+    /// else the first whose configuration has its entity).
+    func allocatePermanentIDs(for ids: [ManagedObjectID], assignments: [ManagedObjectID: PersistentStore] = [:]) throws
+        -> [ManagedObjectID: ManagedObjectID] {
         try access {
             var result: [ManagedObjectID: ManagedObjectID] = [:]
-            var byRoot: [ObjectIdentifier: [ManagedObjectID]] = [:]
-            for id in ids where id.isTemporaryID { byRoot[ObjectIdentifier(id.entity.rootEntity), default: []].append(id) }
-            for list in byRoot.values {
-                let store = try storeForInsert(of: list[0].entity)
+            var groups: [[ObjectIdentifier]: (store: PersistentStore, ids: [ManagedObjectID])] = [:]
+            for id in ids where id.isTemporaryID {
+                let store = try assignments[id] ?? store(for: id.entity)
+                groups[[ObjectIdentifier(id.entity.rootEntity), ObjectIdentifier(store)], default: (store, [])].ids.append(id)
+            }
+            for (store, list) in groups.values {
                 if store.isReadOnly { throw ObjectGraphError(.readOnly, "The store \(store.url?.path ?? store.identifier) is read-only", url: store.url) }
                 var key = try store.backend.allocatePrimaryKeys(for: list[0].entity, count: list.count)
                 for id in list {

@@ -21,6 +21,29 @@ public final class ManagedObjectModel: @unchecked Sendable, CustomStringConverti
     /// Version identifiers, free-form, as in Core Data.
     public var versionIdentifiers: Set<String> = []
 
+    /// Named configurations: sets of entities a store can be added with.
+    private let configurationEntities = Protected<[String: [EntityDescription]]>([:])
+
+    /// The names of the model's configurations (Core Data's `configurations`).
+    public var configurations: [String] { configurationEntities.withLock { $0.keys.sorted() } }
+
+    /// The entities of a configuration; nil when the model has no configuration of that name.
+    public func entities(forConfigurationName name: String) -> [EntityDescription]? {
+        configurationEntities.withLock { $0[name] }
+    }
+
+    /// Defines a configuration: the entities a store added with it holds (sub-entities with
+    /// their super-entity). Do it before adding stores.
+    ///
+    /// ```swift
+    /// model.setEntities([model.entitiesByName["Note"]!], forConfigurationName: "Notes")
+    /// try coordinator.addPersistentStore(type: .sqlite, configuration: "Notes", at: notesURL)
+    /// ```
+    public func setEntities(_ entities: [EntityDescription], forConfigurationName name: String) {
+        let own = entities.compactMap { entitiesByName[$0.name] }
+        configurationEntities.withLock { $0[name] = own }
+    }
+
     /// Entities sorted by name; an entity's `entityCode` is its position here.
     let entitiesByCode: [EntityDescription]
 

@@ -1,0 +1,162 @@
+import Foundation
+
+// A context reads from and saves into its *parent store*: the coordinator for a root context, the
+// parent context for a child (Core Data's own model: both are an `NSPersistentStoreCoordinator`-like
+// "parent object store"). One protocol stands for both, so a context has one fault path, one fetch
+// path with its pending-changes overlay, one save path and one conflict loop, and never asks which
+// parent it has.
+//
+//     context ──reads/saves──▶ ParentStore ◀── PersistentStoreCoordinator (row cache, then the stores)
+//                                          ◀── ManagedObjectContext       (its view: its parent's, with its changes)
+//
+// Every call is made on the requesting context's queue; a context parent answers on its own queue
+// (the requester waits, recorded as entered so that work coming back down runs inline).
+
+/// What a context reads from and saves into.
+protocol ParentStore: AnyObject, Sendable {
+    /// Objects as the parent store has them, by the IDs asked for; absent when they do not exist
+    /// there. With `leasing`, rows of the coordinator's row cache come with a reference each in
+    /// the result's ``RowLeases``, for the requester to claim.
+    func snapshots(for ids: [ManagedObjectID], maximumAge: Double?, leasing: Bool, requester: ManagedObjectContext) throws -> ViewedSnapshots
+
+    /// The destinations of a to-many relationship for several sources, as the parent store has them.
+    func destinations(of relationship: RelationshipDescription, for sources: [ManagedObjectID], requester: ManagedObjectContext) throws
+        -> [ManagedObjectID: [ManagedObjectID]]
+
+    /// The rows a fetch matches, ordered and paged as asked when ``FetchedRows/isOrdered``. With
+    /// `leasing`, rows read from the stores are registered in the row cache with a reference each,
+    /// in the result's leases.
+    func rows(_ request: StoreFetchRequest, leasing: Bool, requester: ManagedObjectContext) throws -> FetchedRows
+
+    /// How many rows a fetch matches (limit and offset applied).
+    func count(_ request: StoreFetchRequest, requester: ManagedObjectContext) throws -> Int
+
+    /// Permanent IDs for temporary ones (each with the store it is assigned to, if any), given by
+    /// the coordinator and handed to every context of the requester's chain.
+    func permanentIDs(for ids: [ManagedObjectID], assignments: [ManagedObjectID: PersistentStore], requester: ManagedObjectContext) throws
+        -> [ManagedObjectID: ManagedObjectID]
+
+    /// Saves a context's changes: into the stores (one transaction per store) or into a parent
+    /// context (all or nothing).
+    ///
+    /// - Throws: `VersionConflictError` when objects changed since the requester read them (nothing
+    ///   is saved), `ConstraintConflictError` for uniqueness conflicts, store errors.
+    func save(_ request: ContextSaveRequest, requester: ManagedObjectContext) throws -> ContextSaveResult
+
+    /// The permanent ID the coordinator gave a temporary ID in the requester's chain, if any.
+    func permanentID(forTemporary id: ManagedObjectID) -> ManagedObjectID?
+
+    /// Whether a temporary ID can name an object of the parent store (an ancestor's unsaved insert).
+    var resolvesTemporaryIDs: Bool { get }
+
+    /// Whether an object the parent store no longer has may be written again by a merge policy
+    /// that keeps the context's version (the store: yes, as a new row under its ID; a parent
+    /// context: no, its delete stands).
+    var reinsertsDeletedObjects: Bool { get }
+
+    /// How a conflict with the parent store is described in errors.
+    func describeConflict(_ conflict: VersionConflict, requester: ManagedObjectContext) -> String
+}
+
+/// Snapshots handed to a requester, with the row-cache references it may claim.
+struct ViewedSnapshots: Sendable {
+    var snapshots: [ManagedObjectID: Snapshot] = [:]
+    /// References on row-cache rows, for the requester's objects to claim; released when dropped.
+    var leases: RowLeases?
+}
+
+/// The rows of a fetch, as a parent store returns them.
+struct FetchedRows: Sendable {
+    var rows: [StoreRow]
+    /// Whether the rows are sorted, offset and limited as the request asked (the store did it);
+    /// false when unsaved changes were applied on the way, and the requester must do it.
+    var isOrdered: Bool
+    /// References on the rows' row-cache entries, when asked for.
+    var leases: RowLeases?
+}
+
+/// References on row-cache rows handed to a requester: each object that keeps its row claims its
+/// reference; whatever is not claimed is released when the leases go away, so a reference cannot
+/// be forgotten.
+final class RowLeases: @unchecked Sendable {
+    // Made on the parent store's queue and handed to the waiting requester, which alone uses it
+    // from then on (the hand-off through the queue orders the accesses).
+    private let cache: RowCache
+    private var ids: [ManagedObjectID]
+    private var index: [ManagedObjectID: Int]?
+
+    init(cache: RowCache, ids: [ManagedObjectID]) {
+        self.cache = cache
+        self.ids = ids
+    }
+
+    /// Takes the reference on a row; false when there is none (left) to take.
+    func claim(_ id: ManagedObjectID) -> Bool {
+        if ids.count <= 8 {
+            guard let position = ids.firstIndex(of: id) else { return false }
+            ids.swapAt(position, ids.count - 1)
+            ids.removeLast()
+            return true
+        }
+        if index == nil {
+            var built: [ManagedObjectID: Int] = [:]
+            built.reserveCapacity(ids.count)
+            for id in ids { built[id, default: 0] += 1 }
+            index = built
+        }
+        guard let count = index?[id], count > 0 else { return false }
+        index?[id] = count - 1
+        return true
+    }
+
+    deinit {
+        if let index {
+            let left = index.flatMap { id, count in repeatElement(id, count: count) }
+            if !left.isEmpty { cache.release(left) }
+        } else if !ids.isEmpty {
+            cache.release(ids)
+        }
+    }
+}
+
+/// One object of a context's save, as values any parent store can take.
+struct ChangedObject: Sendable {
+    var id: ManagedObjectID
+    var entity: EntityDescription
+    /// Every value (transformables encoded, IDs permanent where known); empty for a delete.
+    var values: [Value]
+    /// For an update, the attributes and to-one relationships that changed.
+    var changedIndices: [Int]
+    /// The to-many relationships that changed (all of an inserted object's).
+    var relationships: [ChangedRelationship]
+    /// For an update or a delete, the object as the context last read it (its version).
+    var base: Snapshot?
+    /// The store an inserted object is assigned to (`assign(_:to:)`), if any.
+    var store: PersistentStore?
+}
+
+/// One to-many relationship of a saved object: the destinations added and removed, and the
+/// whole order of an ordered one that changed.
+struct ChangedRelationship: Sendable {
+    var index: Int
+    var added: [ManagedObjectID]
+    var removed: [ManagedObjectID]
+    var order: [ManagedObjectID]?
+}
+
+/// A context's save, as sent to its parent store.
+struct ContextSaveRequest: Sendable {
+    var inserted: [ChangedObject] = []
+    var updated: [ChangedObject] = []
+    var deleted: [ChangedObject] = []
+
+    var isEmpty: Bool { inserted.isEmpty && updated.isEmpty && deleted.isEmpty }
+}
+
+/// What a parent store did with a save.
+struct ContextSaveResult: Sendable {
+    /// Temporary IDs of inserted objects, mapped to their permanent IDs (from the stores).
+    var permanentIDs: [ManagedObjectID: ManagedObjectID] = [:]
+    /// The parent store's new view of each inserted and updated object.
+    var snapshots: [ManagedObjectID: Snapshot] = [:]
+}

@@ -1,0 +1,180 @@
+import Foundation
+
+// The coordinator as a root context's parent store: reads go to the row cache, then to the store
+// each object lives in; a save is split by store (configurations and `assign(_:to:)`) and written
+// to each in one transaction.
+
+extension PersistentStoreCoordinator: ParentStore {
+    func snapshots(for ids: [ManagedObjectID], maximumAge: Double?, leasing: Bool, requester: ManagedObjectContext) throws -> ViewedSnapshots {
+        var result = ViewedSnapshots()
+        var referenced: [ManagedObjectID] = []
+        var unread: [ManagedObjectID] = []
+        for id in ids where !id.isTemporaryID && result.snapshots[id] == nil {
+            if let snapshot = rowCache.retainSnapshot(for: id, maximumAge: maximumAge) {
+                result.snapshots[id] = snapshot
+                referenced.append(id)
+            } else {
+                unread.append(id)
+            }
+        }
+        if !unread.isEmpty {
+            let fetched: [ManagedObjectID: Snapshot]
+            do { fetched = try fetchSnapshots(unread) } catch {
+                rowCache.release(referenced)
+                throw error
+            }
+            for (id, snapshot) in fetched {
+                result.snapshots[id] = snapshot
+                referenced.append(id)
+            }
+        }
+        if leasing {
+            if !referenced.isEmpty { result.leases = RowLeases(cache: rowCache, ids: referenced) }
+        } else if !referenced.isEmpty {
+            rowCache.release(referenced)
+        }
+        return result
+    }
+
+    func destinations(of relationship: RelationshipDescription, for sources: [ManagedObjectID], requester: ManagedObjectContext) throws
+        -> [ManagedObjectID: [ManagedObjectID]] {
+        try destinations(of: relationship, for: sources.filter { !$0.isTemporaryID })
+    }
+
+    func rows(_ request: StoreFetchRequest, leasing: Bool, requester: ManagedObjectContext) throws -> FetchedRows {
+        let single = persistentStores.count <= 1
+        var storeRequest = request
+        if !single {
+            // Each store orders and pages only its own rows: the requester orders the union.
+            storeRequest.fetchLimit = 0
+            storeRequest.fetchOffset = 0
+        }
+        let rows = try fetchRows(storeRequest)
+        return FetchedRows(rows: rows, isOrdered: single, leases: leasing ? lease(rows) : nil)
+    }
+
+    /// Registers fetched rows in the row cache with a reference each, for the requester's faults.
+    func lease(_ rows: [StoreRow]) -> RowLeases? {
+        let withValues = rows.filter { $0.snapshot != nil }
+        guard !withValues.isEmpty else { return nil }
+        rowCache.register(withValues, retain: true)
+        return RowLeases(cache: rowCache, ids: withValues.map(\.id))
+    }
+
+    func count(_ request: StoreFetchRequest, requester: ManagedObjectContext) throws -> Int {
+        guard persistentStores.count > 1, request.fetchLimit > 0 || request.fetchOffset > 0 else { return try countRows(request) }
+        var unpaged = request
+        unpaged.fetchLimit = 0
+        unpaged.fetchOffset = 0
+        let remaining = max(0, try countRows(unpaged) - request.fetchOffset)
+        return request.fetchLimit > 0 ? min(request.fetchLimit, remaining) : remaining
+    }
+
+    func permanentIDs(for ids: [ManagedObjectID], assignments: [ManagedObjectID: PersistentStore], requester: ManagedObjectContext) throws
+        -> [ManagedObjectID: ManagedObjectID] {
+        let mapping = try allocatePermanentIDs(for: ids, assignments: assignments)
+        requester.adoptPermanentIDs(mapping)
+        requester.propagatePermanentIDs(mapping)
+        return mapping
+    }
+
+    func save(_ request: ContextSaveRequest, requester: ManagedObjectContext) throws -> ContextSaveResult {
+        var byStore: [ObjectIdentifier: (store: PersistentStore, request: StoreSaveRequest)] = [:]
+        func add(_ store: PersistentStore, _ body: (inout StoreSaveRequest) -> Void) {
+            var entry = byStore[ObjectIdentifier(store)] ?? (store, StoreSaveRequest())
+            body(&entry.request)
+            byStore[ObjectIdentifier(store)] = entry
+        }
+        func relationshipChanges(_ object: ChangedObject, into request: inout StoreSaveRequest) {
+            for change in object.relationships {
+                guard let relationship = object.entity.properties[change.index] as? RelationshipDescription else { continue }
+                if relationship.usesJoinTable {
+                    for id in change.added { request.joinInserts.append(JoinChange(relationship: relationship, source: object.id, destination: id)) }
+                    for id in change.removed { request.joinDeletes.append(JoinChange(relationship: relationship, source: object.id, destination: id)) }
+                }
+                if let order = change.order {
+                    request.orderings.append(OrderingChange(relationship: relationship, source: object.id, destinations: order))
+                }
+            }
+        }
+        for object in request.inserted {
+            let store = try object.store ?? store(for: object.entity)
+            add(store) { request in
+                request.inserted.append(SavedObject(id: object.id, entity: object.entity, values: object.values, changedIndices: [], expectedVersion: nil))
+                relationshipChanges(object, into: &request)
+            }
+        }
+        for object in request.updated {
+            let store = try existingStore(of: object.id)
+            // Only what lives in the row: transient attributes are not written.
+            let columns = object.changedIndices.filter(object.entity.isStoredInRow)
+            add(store) { request in
+                if !columns.isEmpty {
+                    request.updated.append(SavedObject(
+                        id: object.id, entity: object.entity, values: object.values, changedIndices: columns,
+                        expectedVersion: object.base?.version))
+                }
+                relationshipChanges(object, into: &request)
+            }
+        }
+        for object in request.deleted {
+            let store = try existingStore(of: object.id)
+            add(store) { request in
+                request.deleted.append(SavedObject(id: object.id, entity: object.entity, values: [], changedIndices: [], expectedVersion: object.base?.version))
+            }
+        }
+        // Stores in the order they were added; read-only ones refuse before anything is written.
+        let order = persistentStores
+        let groups = byStore.values.sorted { a, b in
+            (order.firstIndex { $0 === a.store } ?? .max) < (order.firstIndex { $0 === b.store } ?? .max)
+        }
+        for group in groups where group.store.isReadOnly {
+            throw ObjectGraphError(.readOnly, "The store \(group.store.url?.path ?? group.store.identifier) is read-only; nothing was written", url: group.store.url)
+        }
+        var result = ContextSaveResult()
+        for group in groups where !group.request.isEmpty {
+            let saved = try save(group.request, to: group.store)
+            result.permanentIDs.merge(saved.permanentIDs) { _, new in new }
+            result.snapshots.merge(saved.snapshots) { _, new in new }
+        }
+        return result
+    }
+
+    func permanentID(forTemporary id: ManagedObjectID) -> ManagedObjectID? { nil }
+
+    var resolvesTemporaryIDs: Bool { false }
+
+    var reinsertsDeletedObjects: Bool { true }
+
+    func describeConflict(_ conflict: VersionConflict, requester: ManagedObjectContext) -> String {
+        let state = conflict.persisted.map { "the store has version \($0.version)" } ?? "the row was deleted"
+        return "\(conflict.id) was changed by another context since context '\(requester.debugName)' read it (read version \(conflict.expectedVersion), \(state))"
+    }
+
+    // MARK: - Routing objects to stores
+
+    /// The store an object of an entity is saved to when no store was assigned: the first store
+    /// whose configuration has the entity (a store added with no configuration has every entity),
+    /// writable ones first.
+    func store(for entity: EntityDescription) throws -> PersistentStore {
+        let stores = persistentStores
+        let candidates = stores.filter { store in
+            guard let name = store.configurationName else { return true }
+            return managedObjectModel.entities(forConfigurationName: name)?.contains { entity.isKindOf(entity: $0) || $0 === entity } ?? false
+        }
+        guard let store = candidates.first(where: { !$0.isReadOnly }) ?? candidates.first else {
+            let reason = stores.isEmpty ? "has no persistent store" : "has no store whose configuration includes entity '\(entity.name)'"
+            throw ObjectGraphError(.noPersistentStore, "The coordinator \(reason) to save \(entity.name) objects to", entityName: entity.name)
+        }
+        return store
+    }
+
+    /// The store an existing object lives in.
+    private func existingStore(of id: ManagedObjectID) throws -> PersistentStore {
+        guard let store = localStore(of: id) else {
+            throw ObjectGraphError(
+                .objectNotFound, "\(id) belongs to no store of this coordinator (was its store removed?)", entityName: id.entityName, objectID: id)
+        }
+        return store
+    }
+}
