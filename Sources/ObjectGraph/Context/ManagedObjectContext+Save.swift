@@ -124,7 +124,9 @@ extension ManagedObjectContext {
         for object in insertedObjects where !object.isDeleted {
             request.inserted.append(ChangedObject(
                 id: object.objectID, entity: object.entity, values: try writtenValues(of: object, encodingChangedOnly: true),
-                changedIndices: [], relationships: relationships(object, whole: true), base: nil, store: assignedStores[object.objectID]))
+                changedIndices: [], relationships: relationships(object, whole: true), base: nil,
+                // A permanent ID (obtainPermanentIDs) already names the object's store.
+                store: object.objectID.persistentStore ?? assignedStores[object.objectID]))
             saved.inserted.append(object)
         }
         for object in updatedObjects where !object.isDeleted && !object.isInserted && object.hasChanges {

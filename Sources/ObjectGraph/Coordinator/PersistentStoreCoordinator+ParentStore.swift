@@ -159,7 +159,7 @@ extension PersistentStoreCoordinator: ParentStore {
     func store(for entity: EntityDescription) throws -> PersistentStore {
         let stores = persistentStores
         let candidates = stores.filter { store in
-            guard let name = store.configurationName else { return true }
+            guard let name = store.configurationName, name != "PF_DEFAULT_CONFIGURATION_NAME" else { return true }
             return managedObjectModel.entities(forConfigurationName: name)?.contains { entity.isKindOf(entity: $0) || $0 === entity } ?? false
         }
         guard let store = candidates.first(where: { !$0.isReadOnly }) ?? candidates.first else {

@@ -77,6 +77,12 @@ public final class PersistentStoreCoordinator: Sendable, CustomStringConvertible
         type: StoreType, configuration: String? = nil, at url: URL? = nil, options: [String: any Sendable]? = nil
     ) throws -> PersistentStore {
         try managedObjectModel.validate()
+        if let configuration, configuration != "PF_DEFAULT_CONFIGURATION_NAME",
+           managedObjectModel.entities(forConfigurationName: configuration) == nil {
+            throw ObjectGraphError(
+                .invalidModel, "The model has no configuration named '\(configuration)' (it has: \(managedObjectModel.configurations.joined(separator: ", ")))",
+                url: url)
+        }
         let options = options ?? [:]
         let readOnly = (options[PersistentStoreOption.readOnly] as? Bool) ?? false
         var durability = StoreDurability.full
