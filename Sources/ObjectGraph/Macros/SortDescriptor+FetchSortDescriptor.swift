@@ -1,50 +1,47 @@
 import Foundation
 
-/// Foundation's `SortDescriptor` orders the fetches of a `@Managed` class, SwiftData style.
-///
-/// ```swift
-/// let descriptor = FetchDescriptor<Note>(sortBy: [SortDescriptor(\.rank, order: .reverse), SortDescriptor(\.title)])
-/// let sorts: [SortDescriptor<Note>] = [SortDescriptor(\.folder?.name), SortDescriptor(\.created)]
-/// ```
-///
-/// ObjectGraph declares no `SortDescriptor` of its own: the type is Foundation's, whose key-path
-/// initializers take any class on Linux. A fetch reads the descriptor's public `keyPath` and
-/// `order` (and, for strings, its `stringComparator`) and orders by the same key as a
-/// ``FetchSortDescriptor``.
-///
-/// The key path names a comparable stored property of the class (an attribute), or goes through
-/// to-one relationships, optional or required, up to four of them, to one:
-///
-/// ```swift
-/// SortDescriptor(\Note.folder?.name)            // FetchSortDescriptor(key: "folder.name")
-/// SortDescriptor(\Note.folder?.parent?.name)    // "folder.parent.name"
-/// ```
-///
-/// A note without a folder sorts as if the folder's name were nil: first in `.forward` order.
-/// To-many relationships cannot be sorted through, and neither can a required to-one reached
-/// through an optional one (`\Note.folder?.owner.name`); ``FetchSortDescriptor`` takes that one as
-/// the key `"folder.owner.name"`. Foundation has no initializer for a key path to a to-one
-/// relationship itself (its destination is not `Comparable`): order by the destination's row with
-/// `FetchSortDescriptor(key: "folder")`.
-///
-/// Strings compare by Unicode code point with Foundation's default comparison
-/// (`SortDescriptor(\Note.title)`) and with `comparator: .lexical`. `.localized` and
-/// `.localizedStandard`, where Foundation has them (Apple's systems; swift-foundation on Linux has
-/// only `.lexical`), compare the case-folded strings, the closest a store's `ORDER BY` comes to
-/// them. On every platform, `FetchSortDescriptor(key: "title", ascending: true, caseInsensitive: true)`
-/// asks for the case-folded order.
+// Foundation's `SortDescriptor` orders the fetches of a `@Managed` class; ObjectGraph declares no
+// type of that name. The documentation is on the method, which DocC shows under Foundation's type.
 extension SortDescriptor where Compared: ManagedObject {
     /// The same ordering as a ``FetchSortDescriptor``, whose key is the property's name, or the
-    /// dotted path to it through to-one relationships.
+    /// dotted path to it through to-one relationships: what a ``FetchDescriptor`` orders by.
     ///
     /// ```swift
+    /// let sorts: [SortDescriptor<Note>] = [SortDescriptor(\.rank, order: .reverse), SortDescriptor(\.folder?.name)]
+    /// let notes = try context.fetch(FetchDescriptor(sortBy: sorts))
     /// try SortDescriptor(\Note.folder?.name).fetchSortDescriptor().key   // "folder.name"
     /// ```
+    ///
+    /// `SortDescriptor` is Foundation's `SortDescriptor<Compared>`, whose key-path initializers take
+    /// any class on Linux; ObjectGraph reads its public `keyPath` and `order` (and, for strings,
+    /// its `stringComparator`). The key path names a comparable stored property of the class (an
+    /// attribute), or goes through to-one relationships, optional or required, up to four of them,
+    /// to one:
+    ///
+    /// ```swift
+    /// SortDescriptor(\Note.folder?.name)            // FetchSortDescriptor(key: "folder.name")
+    /// SortDescriptor(\Note.folder?.parent?.name)    // "folder.parent.name"
+    /// SortDescriptor(\Ticket.owner.name)            // "owner.name", through a required to-one
+    /// ```
+    ///
+    /// A note without a folder sorts as if the folder's name were nil: first in `.forward` order.
+    /// To-many relationships cannot be sorted through, and neither can a required to-one reached
+    /// through an optional one (`\Note.folder?.owner.name`); ``FetchSortDescriptor`` takes that one
+    /// as the key `"folder.owner.name"`. Foundation has no initializer for a key path to a to-one
+    /// relationship itself (`\Note.folder`: its destination is not `Comparable`); order by the
+    /// destination's row with `FetchSortDescriptor(key: "folder")`.
+    ///
+    /// Strings compare by Unicode code point with Foundation's default (`SortDescriptor(\Note.title)`)
+    /// and with `comparator: .lexical`. `.localized` and `.localizedStandard`, where Foundation has
+    /// them (Apple's systems; swift-foundation on Linux has only `.lexical`), compare the
+    /// case-folded strings, the closest a store's `ORDER BY` comes to them. On every platform,
+    /// `FetchSortDescriptor(key: "title", ascending: true, caseInsensitive: true)` asks for the
+    /// case-folded order.
     ///
     /// - Throws: ``ObjectGraphError/invalidFetchRequest`` when the descriptor has no key path (one
     ///   that compares with a comparator only), or when the key path is neither a stored property
     ///   of a `@Managed` class nor a key path through its to-one relationships to one (a computed or
-    ///   `@Transient` property, or a key path through a to-many relationship).
+    ///   `@Transient` property, `objectID`, or a key path through a to-many relationship).
     public func fetchSortDescriptor() throws -> FetchSortDescriptor {
         guard let keyPath else {
             throw ObjectGraphError(
