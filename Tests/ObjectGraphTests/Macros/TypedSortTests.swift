@@ -223,6 +223,8 @@ struct TypedSortTests {
             ("computed", { try SortDescriptor(\Sample.computed).fetchSortDescriptor() }, "Sample"),
             ("computed through a to-one", { try SortDescriptor(\Ticket.team?.shortName).fetchSortDescriptor() }, "Ticket"),
             ("transient", { try SortDescriptor(\Note.scratch).fetchSortDescriptor() }, "Note"),
+            ("objectID", { try SortDescriptor(\Note.objectID).fetchSortDescriptor() }, "Note"),
+            ("a destination's objectID", { try SortDescriptor(\Ticket.team?.objectID).fetchSortDescriptor() }, "Ticket"),
             ("into an attribute", { try SortDescriptor(\Ticket.title.count).fetchSortDescriptor() }, "Ticket"),
             ("a required to-one after an optional one", { try SortDescriptor(\Desk.ticket?.owner.name).fetchSortDescriptor() }, "Desk"),
             ("five hops", { try SortDescriptor(\Ticket.team?.parent?.parent?.parent?.parent?.name).fetchSortDescriptor() }, "Ticket"),
