@@ -11,11 +11,22 @@ import Foundation
 /// The predicate is translated to the same conditions as a ``FetchPredicate`` format, so it runs
 /// as SQL on an SQLite store and in memory on the other stores and over unsaved changes, with
 /// Swift's semantics on every store.
+///
+/// `sortBy` takes Foundation's `SortDescriptor<T>` (ObjectGraph declares no type of that name,
+/// so `[SortDescriptor<Note>]` needs no qualification where Foundation is imported). Each orders
+/// by the key its key path names, as ``FetchSortDescriptor`` does: an attribute, or one reached
+/// through to-one relationships (`SortDescriptor(\.folder?.name)` is the key `"folder.name"`); see
+/// `SortDescriptor/fetchSortDescriptor()`. To order by a to-one relationship itself (by its
+/// destination's row), which Foundation's initializers cannot name, use
+/// `FetchSortDescriptor(key: "folder")`, in ``sortDescriptors`` or as the `sortBy:` of the
+/// initializer that takes ``FetchSortDescriptor``s.
+///
 /// A descriptor is a value that may cross queues (build it on one, fetch with it on another).
 public struct FetchDescriptor<T: ManagedObject>: @unchecked Sendable {  // immutable key paths of stored properties; Predicate is Sendable
     /// Which objects to fetch; nil for all.
     public var predicate: Predicate<T>?
-    /// The order of the results.
+    /// The order of the results: Foundation's sort descriptors, each by a key path of a stored
+    /// property or through to-one relationships to one.
     public var sortBy: [SortDescriptor<T>]
     /// Orderings by key, applied after ``sortBy``; keys may go through to-one relationships (`"folder.name"`).
     public var sortDescriptors: [FetchSortDescriptor]
@@ -34,6 +45,11 @@ public struct FetchDescriptor<T: ManagedObject>: @unchecked Sendable {  // immut
     public var relationshipKeyPathsForPrefetching: [PartialKeyPath<T>] = []
 
     /// A fetch of the objects of `T` that match `predicate`, in the order of `sortBy`.
+    ///
+    /// ```swift
+    /// let sorts: [SortDescriptor<Note>] = [SortDescriptor(\.rank, order: .reverse), SortDescriptor(\.title, comparator: .lexical)]
+    /// let descriptor = FetchDescriptor<Note>(predicate: #Predicate { $0.rank > 3 }, sortBy: sorts)
+    /// ```
     public init(predicate: Predicate<T>? = nil, sortBy: [SortDescriptor<T>] = []) {
         self.predicate = predicate
         self.sortBy = sortBy
@@ -56,7 +72,7 @@ public struct FetchDescriptor<T: ManagedObject>: @unchecked Sendable {  // immut
     ///
     /// - Throws: ``ObjectGraphError/unsupported`` naming a predicate node that cannot be
     ///   translated; ``ObjectGraphError/invalidFetchRequest`` for a key path that is not a stored
-    ///   property.
+    ///   property, or a sort descriptor without a key path.
     func fetchRequest<Result>(entityName: String, as _: Result.Type) throws -> FetchRequest<Result> {
         let request = FetchRequest<Result>(entityName: entityName)
         if let predicate { request.predicate = try FetchPredicate(translating: predicate) }
