@@ -133,7 +133,7 @@ extension ManagedObjectContext {
     /// afterwards (fetch again, or resolve their IDs).
     public func reset() {
         assertOnQueue("reset()")
-        let objects = registered.values.map { $0.takeUnretainedValue() }
+        let objects = liveObjects
         var held: [ManagedObjectID] = pinnedRows
         for object in objects {
             if object.flags.contains(.holdsRowCache) {
@@ -178,10 +178,10 @@ extension ManagedObjectContext {
     func adopt(_ mapping: [ManagedObjectID: ManagedObjectID]) {
         for (temporary, permanent) in mapping {
             aliases[temporary] = permanent
-            guard let object = registered[temporary]?.takeUnretainedValue() else { continue }
+            guard let object = registered[temporary]?.object else { continue }
             registered[temporary] = nil
             object.objectID = permanent
-            registered[permanent] = Unmanaged.passUnretained(object)
+            registered[permanent] = WeakObject(object)
         }
     }
 }

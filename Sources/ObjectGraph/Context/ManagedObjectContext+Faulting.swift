@@ -5,7 +5,7 @@ extension ManagedObjectContext {
     /// other faults of its batch (batched fetches) are filled with it.
     func fulfillFault(_ object: ManagedObject) {
         if let batch = object.batch {
-            let faults = batch.ids.compactMap { registered[$0]?.takeUnretainedValue() }.filter(\.isFault)
+            let faults = batch.ids.compactMap { registered[$0]?.object }.filter(\.isFault)
             for fault in faults { fault.batch = nil }
             fulfillFaults(faults.contains(object) ? faults : faults + [object])
             return
@@ -136,7 +136,7 @@ extension ManagedObjectContext {
         for source in sources {
             let owner = canonical(source)
             var stored = (destinations[source] ?? []).filter { id in
-                guard let local = registered[canonical(id)]?.takeUnretainedValue() else { return true }
+                guard let local = registered[canonical(id)]?.object else { return true }
                 if local.isDeleted { return false }
                 if let inverse, !local.isFault { return local.toOneID(inverse).map(canonical) == owner }
                 return true
@@ -217,7 +217,7 @@ extension ManagedObjectContext {
     /// changes on top of the store's current values).
     public func refreshAllObjects() {
         assertOnQueue("refreshAllObjects()")
-        for object in registered.values.map({ $0.takeUnretainedValue() }) {
+        for object in liveObjects {
             refresh(object, mergeChanges: true)
         }
     }

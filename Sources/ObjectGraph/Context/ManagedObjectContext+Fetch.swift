@@ -167,7 +167,7 @@ extension ManagedObjectContext {
         result.reserveCapacity(rows.count)
         for row in rows {
             let object: ManagedObject
-            if let existing = registered[row.id]?.takeUnretainedValue() {
+            if let existing = registered[row.id]?.object {
                 object = existing
             } else {
                 object = makeFault(row.id)

@@ -135,11 +135,11 @@ extension ManagedObjectContext {
         // Deleted elsewhere: out of every relationship, then gone.
         if !changes.deletedObjectIDs.isEmpty {
             let gone = changes.deletedObjectIDs
-            for object in registered.values.map({ $0.takeUnretainedValue() }) where !gone.contains(object.objectID) {
+            for object in liveObjects where !gone.contains(object.objectID) {
                 forgetDestinations(gone, in: object)
             }
             for id in gone {
-                guard let object = registered[canonical(id)]?.takeUnretainedValue() else { continue }
+                guard let object = registered[canonical(id)]?.object else { continue }
                 invalidate(object)
                 invalidated.insert(object)
             }
@@ -158,13 +158,12 @@ extension ManagedObjectContext {
         }
         let changed = changes.insertedObjectIDs.union(changes.updatedObjectIDs)
         if !changed.isEmpty {
-            let listsObjects = registered.values.contains { entry in
-                let object = entry.takeUnretainedValue()
-                return !object.isFault && object.toMany.values.contains(where: \.isLoaded)
+            let listsObjects = liveObjects.contains { object in
+                !object.isFault && object.toMany.values.contains(where: \.isLoaded)
             }
             let wanted = changed.filter { id in
                 changes.snapshots[id] == nil
-                    && (listsObjects || registered[canonical(id)].map { !$0.takeUnretainedValue().isFault } == true)
+                    && (listsObjects || registered[canonical(id)]?.object.map { !$0.isFault } == true)
             }
             if !wanted.isEmpty {
                 // Read now, not from the row cache: another coordinator or process may have written them.
@@ -177,7 +176,7 @@ extension ManagedObjectContext {
 
         // Updated elsewhere: take the saved values.
         for id in changes.updatedObjectIDs {
-            guard let object = registered[canonical(id)]?.takeUnretainedValue(), !object.isFault,
+            guard let object = registered[canonical(id)]?.object, !object.isFault,
                   let snapshot = changes.snapshots[id] else { continue }
             let keys = changes.changedKeys[id] ?? Set(object.entity.properties.map(\.name))
             adopt(snapshot, into: object, changedElsewhere: keys)
@@ -282,14 +281,14 @@ extension ManagedObjectContext {
         if changes.snapshots.isEmpty {
             guard !(changes.insertedObjectIDs.isEmpty && changes.updatedObjectIDs.isEmpty) else { return }
             // Without rows, any loaded to-many may be stale.
-            for object in registered.values.map({ $0.takeUnretainedValue() }) where !object.isFault {
+            for object in liveObjects where !object.isFault {
                 for (index, value) in object.toMany where !value.hasChanges { object.toMany[index] = nil }
             }
             return
         }
         // Loaded to-many relationships stored through foreign keys, by relationship.
         var loaded: [ObjectIdentifier: [(ManagedObject, RelationshipValue)]] = [:]
-        for object in registered.values.map({ $0.takeUnretainedValue() }) where !object.isFault {
+        for object in liveObjects where !object.isFault {
             for (index, value) in object.toMany where value.isLoaded {
                 guard let relationship = object.entity.properties[index] as? RelationshipDescription,
                       relationship.isForeignKeyDerived else { continue }
@@ -298,7 +297,7 @@ extension ManagedObjectContext {
         }
         guard !loaded.isEmpty else { return }
         for (id, snapshot) in changes.snapshots {
-            let local = registered[canonical(id)]?.takeUnretainedValue()
+            let local = registered[canonical(id)]?.object
             for relationship in snapshot.entity.relationships where !relationship.isToMany {
                 guard let inverse = relationship.inverseRelationship, inverse.isToMany,
                       let owners = loaded[ObjectIdentifier(inverse)] else { continue }

@@ -147,7 +147,7 @@ extension ManagedObjectContext {
     /// ``restoreUnloadedToManyRelationships(of:)`` for every registered object.
     func restoreUnloadedToManyRelationships() {
         guard parentStore.resolvesTemporaryIDs else { return }
-        for object in registered.values.map({ $0.takeUnretainedValue() }) where object.objectID.isTemporaryID {
+        for object in liveObjects where object.objectID.isTemporaryID {
             restoreUnloadedToManyRelationships(of: object)
         }
     }
@@ -194,7 +194,7 @@ extension ManagedObjectContext {
             }
             return changed
         }
-        for object in registered.values.map({ $0.takeUnretainedValue() }) where !object.isFault {
+        for object in liveObjects where !object.isFault {
             _ = remap(&object.values)
             if var snapshot = object.snapshot, remap(&snapshot.values) { object.snapshot = snapshot }
             for value in object.toMany.values {

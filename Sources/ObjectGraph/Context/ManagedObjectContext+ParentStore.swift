@@ -80,7 +80,7 @@ extension ManagedObjectContext: ParentStore {
         var missing: [ManagedObjectID] = []
         var asked: [ManagedObjectID: [ManagedObjectID]] = [:]
         for id in ids where result.snapshots[id] == nil {
-            if let object = registered[canonical(id)]?.takeUnretainedValue(), !object.isFault {
+            if let object = registered[canonical(id)]?.object, !object.isFault {
                 result.snapshots[id] = viewSnapshot(of: object)
             } else {
                 let known = canonical(id)
@@ -106,7 +106,7 @@ extension ManagedObjectContext: ParentStore {
         var result: [ManagedObjectID: [ManagedObjectID]] = [:]
         var rest: [ManagedObjectID] = []
         for id in sources {
-            if let object = registered[canonical(id)]?.takeUnretainedValue(), !object.isFault {
+            if let object = registered[canonical(id)]?.object, !object.isFault {
                 result[id] = object.destinationIDs(relationship).map(canonical)
             } else {
                 rest.append(id)
@@ -170,7 +170,7 @@ extension ManagedObjectContext: ParentStore {
         }
         if forChild && request.includesPropertyValues {
             for index in fetched.rows.indices {
-                if let object = registered[fetched.rows[index].id]?.takeUnretainedValue(), !object.isFault, !object.hasChanges {
+                if let object = registered[fetched.rows[index].id]?.object, !object.isFault, !object.hasChanges {
                     fetched.rows[index].snapshot = viewSnapshot(of: object)
                 }
             }
@@ -212,7 +212,7 @@ extension ManagedObjectContext: ParentStore {
             let views = try viewSnapshots(for: checked.map(\.id), maximumAge: nil, leasing: false).snapshots
             var conflicts: [VersionConflict] = []
             for changed in checked {
-                let local = registered[canonical(changed.id)]?.takeUnretainedValue()
+                let local = registered[canonical(changed.id)]?.object
                 guard let view = views[changed.id], local?.isDeleted != true else {
                     conflicts.append(VersionConflict(id: changed.id, expectedVersion: changed.base?.version ?? 0, persisted: nil))
                     continue
@@ -254,7 +254,7 @@ extension ManagedObjectContext: ParentStore {
     /// Registers an object a child inserted, under the child's ID, as inserted here.
     private func applyInsert(_ changed: ChangedObject) -> ManagedObject {
         let object: ManagedObject
-        if let existing = registered[canonical(changed.id)]?.takeUnretainedValue() {
+        if let existing = registered[canonical(changed.id)]?.object {
             // Known here already (resolved by ID before the save): it becomes the inserted object.
             guard existing.isFault else { return applyWhole(changed, to: existing) }
             object = existing

@@ -82,7 +82,7 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
         didSet {
             guard retainsRegisteredObjects != oldValue else { return }
             if retainsRegisteredObjects {
-                retained.formUnion(registered.values.map { $0.takeUnretainedValue() })
+                retained.formUnion(liveObjects)
             } else {
                 retained = insertedObjects.union(updatedObjects).union(deletedObjects)
             }
@@ -114,8 +114,11 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
     private let owningThread: pthread_t
     private let recursiveLock = NSRecursiveLock()
 
-    /// Registered objects by ID; not retained, an object unregisters itself when it goes away.
-    var registered: [ManagedObjectID: Unmanaged<ManagedObject>] = [:]
+    /// Registered objects by ID, held weakly: an object the program drops goes away, and its entry
+    /// is swept here, on the context's queue (never from the thread that dropped it).
+    var registered: [ManagedObjectID: WeakObject] = [:]
+    /// Registrations since the identity map was last swept of entries whose objects went away.
+    private var registrationsSinceSweep = 0
     /// Objects kept alive while registered (changed ones, or all with `retainsRegisteredObjects`).
     var retained: Set<ManagedObject> = []
     /// Inserted objects assigned to a store with `assign(_:to:)`, by temporary ID.
@@ -156,12 +159,9 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
 
     deinit {
         for continuation in saveStreams.withLock({ $0.values }) { continuation.finish() }
-        let held = registered.values.compactMap { object -> ManagedObjectID? in
-            let o = object.takeUnretainedValue()
-            return o.flags.contains(.holdsRowCache) ? o.objectID : nil
-        }
-        persistentStoreCoordinator?.rowCache.release(held + pinnedRows)
-        for object in registered.values { object.takeUnretainedValue().managedObjectContext = nil }
+        // Objects keep their context alive: none is left by now but weak entries. Rows the context
+        // pinned (fetched IDs, prefetching) go back to the cache.
+        persistentStoreCoordinator?.rowCache.release(pinnedRows)
     }
 
     public var description: String { "ManagedObjectContext(\(debugName), \(concurrencyType))" }
@@ -329,7 +329,7 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
     /// The objects registered in the context.
     public var registeredObjects: Set<ManagedObject> {
         assertOnQueue("registeredObjects")
-        return Set(registered.values.map { $0.takeUnretainedValue() })
+        return Set(liveObjects)
     }
 
     /// Whether the context has unsaved changes.
@@ -348,13 +348,15 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
     }
 
     func register(_ object: ManagedObject) {
-        registered[object.objectID] = Unmanaged.passUnretained(object)
+        registered[object.objectID] = WeakObject(object)
+        registrationsSinceSweep += 1
+        if registrationsSinceSweep > max(1024, registered.count) { sweepIdentityMap() }
         object.managedObjectContext = self
         if retainsRegisteredObjects { retained.insert(object) }
     }
 
     func unregister(_ object: ManagedObject) {
-        if registered[object.objectID]?.takeUnretainedValue() === object { registered[object.objectID] = nil }
+        if registered[object.objectID]?.object === object { registered[object.objectID] = nil }
         if object.flags.contains(.holdsRowCache) {
             object.flags.remove(.holdsRowCache)
             persistentStoreCoordinator?.rowCache.release([object.objectID])
@@ -374,11 +376,15 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
         object.flags = [.invalid]
     }
 
-    /// Called by an object's deinit.
-    func objectWillDeinit(_ id: ManagedObjectID, releasingRowCache: Bool) {
-        registered[id] = nil
-        if releasingRowCache { persistentStoreCoordinator?.rowCache.release([id]) }
+    /// Drops the entries of objects that went away (amortized: after as many registrations as
+    /// there are entries).
+    func sweepIdentityMap() {
+        registrationsSinceSweep = 0
+        registered = registered.filter { $0.value.object != nil }
     }
+
+    /// The registered objects still alive.
+    var liveObjects: [ManagedObject] { registered.values.compactMap(\.object) }
 
     /// The object registered under an ID, without touching the store.
     ///
@@ -387,7 +393,7 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
     /// ```
     public func registeredObject(for objectID: ManagedObjectID) -> ManagedObject? {
         assertOnQueue("registeredObject(for:)")
-        return registered[canonical(objectID)]?.takeUnretainedValue()
+        return registered[canonical(objectID)]?.object
     }
 
     /// The object with an ID: the registered one, or a new fault. It always returns an object; an
@@ -395,10 +401,10 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
     public func object(with objectID: ManagedObjectID) -> ManagedObject {
         assertOnQueue("object(with:)")
         var id = canonical(local(objectID))
-        if let object = registered[id] { return object.takeUnretainedValue() }
+        if let object = registered[id]?.object { return object }
         if id.isTemporaryID && parentStore.resolvesTemporaryIDs {
             id = permanentIDKnownAbove(id)
-            if let object = registered[id] { return object.takeUnretainedValue() }
+            if let object = registered[id]?.object { return object }
         }
         let object = makeFault(id)
         register(object)
@@ -415,7 +421,7 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
     /// A registered object or a new fault for an ID (nil only for a temporary ID never registered here).
     func existingRegisteredOrFault(_ id: ManagedObjectID) -> ManagedObject? {
         let id = canonical(id)
-        if let object = registered[id] { return object.takeUnretainedValue() }
+        if let object = registered[id]?.object { return object }
         // A child resolves its ancestors' inserted objects by their temporary IDs.
         if id.isTemporaryID && !parentStore.resolvesTemporaryIDs { return nil }
         return object(with: id)
@@ -428,8 +434,8 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
     public func existingObject(with objectID: ManagedObjectID) throws -> ManagedObject {
         assertOnQueue("existingObject(with:)")
         var id = canonical(local(objectID))
-        if id.isTemporaryID && parentStore.resolvesTemporaryIDs && registered[id] == nil { id = permanentIDKnownAbove(id) }
-        if let object = registered[id]?.takeUnretainedValue() {
+        if id.isTemporaryID && parentStore.resolvesTemporaryIDs && registered[id]?.object == nil { id = permanentIDKnownAbove(id) }
+        if let object = registered[id]?.object {
             if object.isFault {
                 guard try loadSnapshot(for: object) else {
                     throw ObjectGraphError(.objectNotFound, "No \(id.entityName) with ID \(id) exists in the store", entityName: id.entityName, objectID: id)
@@ -513,7 +519,7 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
     /// Inserts an object created with no context.
     public func insert(_ object: ManagedObject) {
         assertOnQueue("insert(_:)")
-        if object.managedObjectContext === self && (object.isInserted || registered[object.objectID] != nil) { return }
+        if object.managedObjectContext === self && (object.isInserted || registered[object.objectID]?.object != nil) { return }
         precondition(object.managedObjectContext == nil, "ObjectGraph: \(object.objectID) already belongs to context '\(object.managedObjectContext?.debugName ?? "")'")
         if object.entity.isAbstract {
             fatalError("ObjectGraph: cannot insert an object of abstract entity '\(object.entity.name)' into context '\(debugName)'")
@@ -560,4 +566,10 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
         updatedObjects.insert(object)
         retained.insert(object)
     }
+}
+
+/// An identity-map entry: the registered object, held weakly.
+struct WeakObject {
+    weak var object: ManagedObject?
+    init(_ object: ManagedObject) { self.object = object }
 }

@@ -101,7 +101,7 @@ extension ManagedObjectContext {
     func resolve(_ conflicts: [VersionConflict]) throws {
         if mergePolicy.type == .error { throw mergeConflictError(conflicts) }
         for conflict in conflicts {
-            guard let object = registered[canonical(conflict.id)]?.takeUnretainedValue() else { continue }
+            guard let object = registered[canonical(conflict.id)]?.object else { continue }
             guard let persisted = conflict.persisted else {
                 // Deleted in the parent store. A parent context's delete stands; at the store, a
                 // policy that keeps the context's version writes the object again, under its ID.
@@ -184,7 +184,7 @@ extension ManagedObjectContext {
     func conflictError(_ conflicts: [VersionConflict], summary: String, message: (VersionConflict) -> String) -> ObjectGraphError {
         var details: [MergeConflict] = []
         let errors = conflicts.map { conflict -> ObjectGraphError in
-            let object = registered[canonical(conflict.id)]?.takeUnretainedValue()
+            let object = registered[canonical(conflict.id)]?.object
             let current = object.map { Snapshot(entity: $0.entity, version: $0.snapshot?.version ?? 0, values: $0.values).dictionary } ?? [:]
             details.append(MergeConflict(
                 objectID: conflict.id, objectSnapshot: current, cachedSnapshot: object?.snapshot?.dictionary,
@@ -207,11 +207,11 @@ extension ManagedObjectContext {
         guard mergePolicy.type != .error else { throw error }
         for conflict in conflicts {
             guard let existing = conflict.existing, !existing.isTemporaryID,
-                  let object = registered[canonical(conflict.objectID)]?.takeUnretainedValue() ?? insertedObjects.first(where: { $0.objectID == conflict.objectID }),
+                  let object = registered[canonical(conflict.objectID)]?.object ?? insertedObjects.first(where: { $0.objectID == conflict.objectID }),
                   object.isInserted,
                   let persisted = try parentStore.snapshots(for: [existing], maximumAge: 0, leasing: false, requester: self).snapshots[existing]
             else { throw error }
-            if let other = registered[existing]?.takeUnretainedValue(), other !== object {
+            if let other = registered[existing]?.object, other !== object {
                 // The existing row was registered here as another object: the inserted one replaces it.
                 updatedObjects.remove(other)
                 unregister(other)
@@ -221,7 +221,7 @@ extension ManagedObjectContext {
             registered[temporary] = nil
             aliases[temporary] = existing
             object.objectID = existing
-            registered[existing] = Unmanaged.passUnretained(object)
+            registered[existing] = WeakObject(object)
             insertedObjects.remove(object)
             object.flags.remove(.inserted)
             object.snapshot = persisted

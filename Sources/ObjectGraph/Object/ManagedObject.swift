@@ -82,8 +82,10 @@ open class ManagedObject: Hashable, CustomStringConvertible {
     }
 
     deinit {
-        if let context = managedObjectContext {
-            context.objectWillDeinit(objectID, releasingRowCache: flags.contains(.holdsRowCache))
+        // Whatever thread drops the last reference: only the row cache (behind its lock) is touched.
+        // The context's identity map holds the object weakly and forgets it on its own queue.
+        if flags.contains(.holdsRowCache), let cache = managedObjectContext?.persistentStoreCoordinator?.rowCache {
+            cache.release(CollectionOfOne(objectID))
         }
     }
 

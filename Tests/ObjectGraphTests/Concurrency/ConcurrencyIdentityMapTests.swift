@@ -1,0 +1,66 @@
+import Foundation
+import Testing
+@testable import ObjectGraph
+
+/// The identity map is the context's, on its queue: objects dropped by other threads (a program
+/// that smuggled them out) never touch it, and give their row-cache references back themselves.
+@Suite("Concurrency: objects dropped on other threads")
+struct ConcurrencyIdentityMapTests {
+    /// Objects handed to another thread on purpose, as a misbehaving program would.
+    final class Smuggled: @unchecked Sendable {  // each instance is handed to one thread, which alone uses it
+        var objects: [ManagedObject]
+        init(_ objects: [ManagedObject]) { self.objects = objects }
+    }
+
+    @Test(arguments: [StoreKind.sqlite, .inMemory])
+    func objectsDroppedOnOtherThreadsWhileTheContextWorksLeaveItConsistent(_ kind: StoreKind) throws {
+        let stack = try TestStack(kind)
+        let writer = stack.context("writer")
+        for i in 0..<2_000 { _ = writer.insert("Note", ["title": "note \(i)", "rank": Int64(i)]) }
+        try writer.save()
+        writer.reset()
+
+        let context = stack.privateContext("identity")
+        let rounds = 6
+        for round in 0..<rounds {
+            // Fetched as faults holding their rows, then split among four threads.
+            let parcels: [Smuggled] = try context.performAndWait {
+                let notes = try context.fetch(FetchRequest<ManagedObject>(entityName: "Note"))
+                #expect(notes.count == 2_000)
+                return stride(from: 0, to: notes.count, by: 500).map { Smuggled(Array(notes[$0..<min($0 + 500, notes.count)])) }
+            }
+            #expect(stack.coordinator.statistics.rowCacheCount == 2_000, "round \(round)")
+            let start = DispatchSemaphore(value: 0)
+            let group = DispatchGroup()
+            for parcel in parcels {
+                group.enter()
+                Thread.detachNewThread {
+                    start.wait()
+                    parcel.objects.removeAll()
+                    group.leave()
+                }
+            }
+            // Meanwhile the context registers, looks up and sweeps on its own queue.
+            for _ in parcels { start.signal() }
+            for _ in 0..<20 {
+                try context.performAndWait {
+                    let request = FetchRequest<ManagedObjectID>(entityName: "Note")
+                    request.includesPropertyValues = false
+                    let ids = try context.fetch(request)
+                    for id in ids.prefix(50) { _ = context.registeredObject(for: id) }
+                    context.sweepIdentityMap()
+                }
+            }
+            #expect(group.wait(timeout: .now() + 30) == .success)
+        }
+        try context.performAndWait {
+            context.sweepIdentityMap()
+            #expect(context.registeredObjects.isEmpty)
+            // Every reference went back to the row cache with its object.
+            #expect(context.pinnedRows.isEmpty)
+            #expect(stack.coordinator.statistics.rowCacheCount == 0)
+            let notes = try context.fetch(FetchRequest<ManagedObject>(entityName: "Note"))
+            #expect(Set(notes.map { $0.value(forKey: "title") as! String }).count == 2_000)
+        }
+    }
+}
