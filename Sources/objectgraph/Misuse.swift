@@ -12,6 +12,8 @@ struct Misuse: ParsableCommand {
         case contextOffQueue = "context-off-queue"
         case objectOffQueue = "object-off-queue"
         case inaccessibleFault = "inaccessible-fault"
+        case reconfigureAfterUse = "reconfigure-after-use"
+        case chainTooDeep = "chain-too-deep"
         case none
     }
 
@@ -51,6 +53,18 @@ struct Misuse: ParsableCommand {
                 Smuggler.shared.object = note
             }
             _ = Smuggler.shared.object?.value(forKey: "title")
+        case .reconfigureAfterUse:
+            context.performAndWait { _ = context.insertNewObject(forEntityName: "Note") }
+            let other = ManagedObjectContext(concurrencyType: .privateQueue)
+            other.persistentStoreCoordinator = coordinator
+            context.parent = other
+        case .chainTooDeep:
+            var deepest = context
+            for _ in 0..<ManagedObjectContext.maximumNestingDepth {
+                let child = ManagedObjectContext(concurrencyType: .confinement)
+                child.parent = deepest
+                deepest = child
+            }
         case .inaccessibleFault:
             let id = try context.performAndWait {
                 let note = context.insertNewObject(forEntityName: "Note")

@@ -16,6 +16,7 @@ extension ManagedObjectContext {
     ///   for a malformed predicate; store errors.
     public func fetch<T>(_ request: FetchRequest<T>) throws -> [T] {
         assertOnQueue("fetch(_:)")
+        freezeConfiguration()
         deliverMailIfNeeded()
         let entity = try resolveEntity(request)
         try request.predicate?.validate()
@@ -51,6 +52,7 @@ extension ManagedObjectContext {
     /// - Throws: as ``fetch(_:)``.
     public func count<T>(for request: FetchRequest<T>) throws -> Int {
         assertOnQueue("count(for:)")
+        freezeConfiguration()
         deliverMailIfNeeded()
         let entity = try resolveEntity(request)
         try request.predicate?.validate()

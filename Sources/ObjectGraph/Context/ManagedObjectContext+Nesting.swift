@@ -81,12 +81,23 @@ final class NestingState: Sendable {
 extension ManagedObjectContext {
     // MARK: - The chain
 
+    /// How many contexts a chain may hold, from the root to the deepest child.
+    public static let maximumNestingDepth = 100
+
     /// Records the context with its new parent (and leaves the old one).
     func parentDidChange(from oldValue: ManagedObjectContext?) {
         if let oldValue, oldValue !== parent { oldValue.nesting.removeChild(self) }
         guard let parent, parent !== oldValue else { return }
         var ancestor: ManagedObjectContext? = parent
+        var depth = 1
         while let context = ancestor {
+            depth += 1
+            if depth > Self.maximumNestingDepth {
+                fatalError("""
+                    ObjectGraph: context '\(debugName)' cannot be a child of '\(parent.debugName)': the chain would be more than \
+                    \(Self.maximumNestingDepth) contexts deep (ObjectGraph's limit: every read and save walks the whole chain)
+                    """)
+            }
             if context === self {
                 fatalError("ObjectGraph: context '\(debugName)' cannot be the parent of '\(parent.debugName)', which is its own ancestor: a chain of contexts must end at a context on a coordinator")
             }

@@ -15,6 +15,7 @@ extension ManagedObjectContext {
     ///   retry can succeed.
     public func save() throws {
         assertOnQueue("save()")
+        freezeConfiguration()
         if activityTracker?.isClosed == true {
             throw ObjectGraphError(.noPersistentStore, "Context '\(debugName)' belongs to a container that was shut down; its stores are closed")
         }

@@ -51,17 +51,29 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
     }
 
     public let concurrencyType: ConcurrencyType
-    /// The context's name, used in messages and the queue's label.
-    public var name: String?
+    /// The context's name, used in messages and the queue's label. Setting it is configuration: do
+    /// it right after `init`. An unnamed context is called by its number (`context 7`) in messages.
+    public var name: String? {
+        willSet { checkConfigurable("name") }
+    }
     /// The coordinator of a root context. Setting it is configuration: do it right after `init`.
+    ///
+    /// It is a programmer error to set it once the context was used.
     public var persistentStoreCoordinator: PersistentStoreCoordinator? {
         get { _coordinator ?? parent?.persistentStoreCoordinator }
-        set { _coordinator = newValue }
+        set {
+            checkConfigurable("persistentStoreCoordinator")
+            _coordinator = newValue
+        }
     }
     /// The parent of a child context: saving pushes changes into it rather than a store, and
     /// fetches and faults see its unsaved changes (see <doc:NestedContexts>). Setting it is
     /// configuration: do it right after `init`. A parent must be a queue-based context.
+    ///
+    /// It is a programmer error to set it once the context was used, to make a context its own
+    /// ancestor, or to nest contexts more than ``maximumNestingDepth`` deep.
     public var parent: ManagedObjectContext? {
+        willSet { checkConfigurable("parent") }
         didSet {
             if parent != nil { _coordinator = nil }
             // A child of a container's context is the container's work too: shutdown waits for it.
@@ -135,13 +147,20 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
     /// Rows fetched as IDs with their values, held in the row cache until `reset()`.
     var pinnedRows: [ManagedObjectID] = []
 
+    /// Whether the context was used: its configuration (``name``, ``parent``,
+    /// ``persistentStoreCoordinator``) is fixed from then on.
+    private let isConfigurationFrozen = Atomic<Bool>(false)
+    /// The context's number, unique in the process: an unnamed context is called by it.
+    let number: Int
+
     /// Creates a context of the given type.
     public init(concurrencyType: ConcurrencyType) {
         self.concurrencyType = concurrencyType
         self.owningThread = pthread_self()
+        self.number = Self.counter.add(1, ordering: .relaxed).newValue
         switch concurrencyType {
         case .privateQueue:
-            let tag = QueueTag(label: "ObjectGraph.context.\(Self.counter.add(1, ordering: .relaxed).newValue)")
+            let tag = QueueTag(label: "ObjectGraph.context.\(number)")
             let queue = DispatchQueue(label: tag.label)
             queue.setSpecific(key: ConcurrencyChecks.queueKey, value: tag)
             self.queue = queue
@@ -151,7 +170,7 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
             self.tag = ConcurrencyChecks.mainTag
         case .confinement:
             self.queue = nil
-            self.tag = QueueTag(label: "confinement")
+            self.tag = QueueTag(label: "confinement context \(number)")
         }
     }
 
@@ -166,7 +185,21 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
 
     public var description: String { "ManagedObjectContext(\(debugName), \(concurrencyType))" }
 
-    var debugName: String { name ?? tag.label }
+    var debugName: String { name ?? "context \(number)" }
+
+    /// Fixes the configuration: called by the first use of the context.
+    @inline(__always)
+    func freezeConfiguration() {
+        if !isConfigurationFrozen.load(ordering: .relaxed) { isConfigurationFrozen.store(true, ordering: .relaxed) }
+    }
+
+    private func checkConfigurable(_ property: String) {
+        guard isConfigurationFrozen.load(ordering: .relaxed) else { return }
+        fatalError("""
+            ObjectGraph: cannot set \(property) of context '\(debugName)' after it was used: a context's name, parent and \
+            coordinator are configuration, set right after init and before the first perform, fetch, insert or save
+            """)
+    }
 
     var model: ManagedObjectModel? { persistentStoreCoordinator?.managedObjectModel }
 
@@ -229,6 +262,7 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
     /// then rather than stopping the program.
     @discardableResult
     func enqueue(_ block: @escaping @Sendable () -> Void) -> Bool {
+        freezeConfiguration()
         switch concurrencyType {
         case .privateQueue, .mainQueue:
             let tracker = activityTracker
@@ -254,6 +288,7 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
     /// Runs a block synchronously on the context's queue and returns its result. Reentrant: called
     /// from the context's queue, the block runs inline.
     public func performAndWait<T>(_ block: () throws -> T) rethrows -> T {
+        freezeConfiguration()
         if isOnQueue {
             deliverMailIfNeeded()
             let result = try block()
@@ -285,6 +320,7 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
     public func perform<T: Sendable, E: Error>(
         schedule: ScheduledTaskType = .immediate, _ block: @escaping @Sendable () throws(E) -> T
     ) async throws(E) -> T {
+        freezeConfiguration()
         if schedule == .immediate && isOnQueue {
             let result = try block()
             endOfBlock()
@@ -400,6 +436,7 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
     /// object whose row does not exist fails when its fault fires.
     public func object(with objectID: ManagedObjectID) -> ManagedObject {
         assertOnQueue("object(with:)")
+        freezeConfiguration()
         var id = canonical(local(objectID))
         if let object = registered[id]?.object { return object }
         if id.isTemporaryID && parentStore.resolvesTemporaryIDs {
@@ -433,6 +470,7 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
     ///   know, ``ObjectGraphError/objectNotFound`` when the row does not exist.
     public func existingObject(with objectID: ManagedObjectID) throws -> ManagedObject {
         assertOnQueue("existingObject(with:)")
+        freezeConfiguration()
         var id = canonical(local(objectID))
         if id.isTemporaryID && parentStore.resolvesTemporaryIDs && registered[id]?.object == nil { id = permanentIDKnownAbove(id) }
         if let object = registered[id]?.object {
@@ -519,6 +557,7 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
     /// Inserts an object created with no context.
     public func insert(_ object: ManagedObject) {
         assertOnQueue("insert(_:)")
+        freezeConfiguration()
         if object.managedObjectContext === self && (object.isInserted || registered[object.objectID]?.object != nil) { return }
         precondition(object.managedObjectContext == nil, "ObjectGraph: \(object.objectID) already belongs to context '\(object.managedObjectContext?.debugName ?? "")'")
         if object.entity.isAbstract {

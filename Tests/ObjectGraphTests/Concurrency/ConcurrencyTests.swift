@@ -262,7 +262,7 @@ struct ConcurrencyTests {
         #expect(try stack.context().all("Note").count == 1100)
     }
 
-    @Test(arguments: ["context-off-queue", "object-off-queue", "inaccessible-fault"])
+    @Test(arguments: ["context-off-queue", "object-off-queue", "inaccessible-fault", "reconfigure-after-use", "chain-too-deep"])
     func breakingARuleStopsTheProcessWithAMessage(_ kind: String) throws {
         let result = try runTool(["_misuse", kind])
         #expect(result.status != 0)
@@ -274,6 +274,11 @@ struct ConcurrencyTests {
         case "object-off-queue":
             #expect(result.output.contains("on object Note/p1 of context 'misused'"))
             #expect(result.output.contains("'offender'"))
+        case "reconfigure-after-use":
+            #expect(result.output.contains("cannot set parent of context 'misused' after it was used"))
+        case "chain-too-deep":
+            #expect(result.output.contains("the chain would be more than \(ManagedObjectContext.maximumNestingDepth) contexts deep"))
+            #expect(result.output.contains("cannot be a child of 'context "))
         default:
             #expect(result.output.contains("object Note/p1 in context 'stale reader' has no row"))
             #expect(result.output.contains("shouldDeleteInaccessibleFaults"))
