@@ -19,6 +19,17 @@ enum Value: Sendable, Hashable {
 
     var isNull: Bool { if case .null = self { true } else { false } }
 
+    /// Whether the value is a NaN double, float, decimal or date interval: equal to nothing, not
+    /// even itself, and within no bounds.
+    var isNaN: Bool {
+        switch self {
+        case .double(let v): v.isNaN
+        case .decimal(let v): v.isNaN
+        case .date(let v): v.timeIntervalSinceReferenceDate.isNaN
+        default: false
+        }
+    }
+
     /// A number as a double, for numeric comparison across integer, decimal, double and boolean.
     var numericValue: Double? {
         switch self {
@@ -40,7 +51,7 @@ enum Value: Sendable, Hashable {
         case .double(let v): String(v)
         case .decimal(let v): "\(v)"
         case .string(let v): String(reflecting: v)
-        case .date(let v): "\(v)"
+        case .date(let v): v.timeIntervalSinceReferenceDate.isFinite ? "\(v)" : "Date(timeIntervalSinceReferenceDate: \(v.timeIntervalSinceReferenceDate))"
         case .data(let v): "<\(v.count) bytes>"
         case .uuid(let v): v.uuidString
         case .url(let v): v.absoluteString
@@ -162,8 +173,8 @@ extension Value {
         case .double(let v):
             switch type {
             case .float: return Float(v)
-            case .integer16, .integer32, .integer64: return Int64(v)
-            case .decimal: return Decimal(v)
+            case .integer16, .integer32, .integer64: return Int64(exactly: v.rounded(.towardZero))
+            case .decimal: return v.isNaN ? Decimal.nan : Decimal(v)
             default: return v
             }
         case .bool(let v): return v

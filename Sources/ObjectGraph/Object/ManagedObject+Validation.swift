@@ -36,9 +36,19 @@ extension ManagedObject {
                 return
             }
             if attribute.attributeType == .transformable, let box = boxed[index] {
+                if let valueType = attribute.valueType, !Self.isValue(box, of: valueType) {
+                    throw failure(attribute, "a \(type(of: box)) is not a \(valueType), the attribute's value type")
+                }
                 do { _ = try TransformableCoding.encode(box, valueType: attribute.valueType) } catch {
                     throw failure(attribute, "\(type(of: box)) cannot be encoded: \(error)")
                 }
+            }
+            if case .date(let date) = value, date.timeIntervalSinceReferenceDate.isNaN {
+                throw failure(attribute, "a date whose time interval is NaN is no point in time")
+            }
+            if value.isNaN, attribute.minimumValue != nil || attribute.maximumValue != nil {
+                let bounds = [attribute.minimumValue.map { "minimum \($0.debugText)" }, attribute.maximumValue.map { "maximum \($0.debugText)" }]
+                throw failure(attribute, "NaN is within no bounds (\(bounds.compactMap { $0 }.joined(separator: ", ")))")
             }
             if let minimum = attribute.minimumValue, Value.compare(value, minimum) == .orderedAscending {
                 throw failure(attribute, "\(value.debugText) is less than the minimum \(minimum.debugText)")
@@ -78,6 +88,8 @@ extension ManagedObject {
             }
         }
     }
+
+    private static func isValue<T: Codable>(_ value: Any, of type: T.Type) -> Bool { value is T }
 
     func validateDenyRules() throws {
         var errors: [ObjectGraphError] = []

@@ -16,21 +16,29 @@ final class AtomicStore: StoreBackend {
     private let url: URL
     private let format: AtomicFormat
     private let model: ManagedObjectModel
+    /// For tests: the errno every write of the file fails with, or nil.
+    private let injectedWriteErrno = Protected<CInt?>(nil)
 
     var identifier: String { memory.identifier }
     var metadata: [String: String] { memory.metadata }
     var statementCount: Int { 0 }
 
     init(url: URL, model: ManagedObjectModel, format: AtomicFormat, readOnly: Bool) throws {
+        let type: StoreType = format == .xml ? .xml : .binary
+        guard url.isFileURL else {
+            throw ObjectGraphError(
+                .unsupported, "Cannot add a \(type) store at \(url.absoluteString): it is not a file URL, and a \(type) store is a local file",
+                url: url)
+        }
         self.url = url
         self.format = format
         self.model = model
-        let type: StoreType = format == .xml ? .xml : .binary
         if FileManager.default.fileExists(atPath: url.path) {
             let data: Data
             do { data = try Data(contentsOf: url) } catch {
                 throw ObjectGraphError(.io, "Cannot read the \(type) store at \(url.path): \(error)", url: url)
             }
+            try AtomicFileIO.checkNesting(of: data, format: format, url: url, type: type)
             let file: AtomicFile
             do { file = try PropertyListDecoder().decode(AtomicFile.self, from: data) } catch {
                 throw ObjectGraphError(.notADatabase, "The file at \(url.path) is not an ObjectGraph \(type) store; it was left as it was", url: url)
@@ -75,9 +83,28 @@ final class AtomicStore: StoreBackend {
         try load(store).destinations(of: relationship, for: sources, store: store)
     }
     func allocatePrimaryKeys(for entity: EntityDescription, count: Int) throws -> Int64 {
-        let first = try memory.allocatePrimaryKeys(for: entity, count: count)
-        try write(memory.currentState)
-        return first
+        // Keys are allocated and written under the rows' lock; a failed write takes them back. While
+        // the file's rows are not installed yet, the file is written from them, not from `memory`
+        // (which holds only the keys until then).
+        try unbound.withLock { file in
+            try memory.withState { state in
+                let before = state
+                let first = state.allocate(root: entity.rootEntity.entityCode, count: count)
+                do {
+                    if var pending = file {
+                        pending.maxKeys = AtomicFile.keys(state.maxKeys)
+                        try write(pending)
+                        file = pending
+                    } else {
+                        try write(state)
+                    }
+                } catch {
+                    state = before
+                    throw error
+                }
+                return first
+            }
+        }
     }
 
     func save(_ request: StoreSaveRequest, store: PersistentStore) throws -> StoreSaveResult {
@@ -88,13 +115,24 @@ final class AtomicStore: StoreBackend {
 
     func close() throws {}
 
+    /// Makes every write of the file fail with `code` (an errno), or write again with nil. For tests.
+    func failWrites(withErrno code: CInt?) {
+        injectedWriteErrno.withLock { $0 = code }
+    }
+
     private func write(_ state: InMemoryState) throws {
+        try write(AtomicFile(identifier: memory.identifier, modelHash: model.versionHash, state: state))
+    }
+
+    private func write(_ file: AtomicFile) throws {
+        let type: StoreType = format == .xml ? .xml : .binary
         let encoder = PropertyListEncoder()
         encoder.outputFormat = format == .xml ? .xml : .binary
-        let data = try encoder.encode(AtomicFile(identifier: memory.identifier, modelHash: model.versionHash, state: state))
-        do { try data.write(to: url, options: .atomic) } catch {
-            throw ObjectGraphError(.io, "Cannot write the store at \(url.path): \(error); nothing was saved", url: url)
+        let data: Data
+        do { data = try encoder.encode(file) } catch {
+            throw ObjectGraphError(.io, "Cannot encode the \(type) store at \(url.path): \(error); nothing was saved", url: url)
         }
+        try AtomicFileIO.write(data, to: url, type: type, injectedErrno: injectedWriteErrno.withLock { $0 })
     }
 }
 
@@ -159,12 +197,16 @@ struct AtomicFile: Codable {
         case uuid(String)
         case url(String)
         case object(entity: Int, key: Int64)
+        /// A -0.0 double or date interval, as its bit pattern: a binary property list stores equal
+        /// numbers once, and -0.0 == 0.0, so a -0.0 written as a number could read back as 0.0.
+        case doubleBits(Int64)
+        case dateBits(Int64)
     }
 
     init(identifier: String, modelHash: String, state: InMemoryState) {
         self.identifier = identifier
         self.modelHash = modelHash
-        maxKeys = state.maxKeys.sorted { $0.key < $1.key }.flatMap { [Int64($0.key), $0.value] }
+        maxKeys = Self.keys(state.maxKeys)
         rows = state.tables.values.flatMap { table in
             table.map { key, snapshot in
                 Row(entity: snapshot.entity.entityCode, key: key, version: snapshot.version, values: snapshot.values.map(Self.cell))
@@ -184,15 +226,24 @@ struct AtomicFile: Codable {
         }.sorted { ($0.entity, $0.relationship, $0.key) < ($1.entity, $1.relationship, $1.key) }
     }
 
+    /// The largest key allocated per root entity code, as the file holds them: code, key, code, key…
+    static func keys(_ maxKeys: [Int: Int64]) -> [Int64] {
+        maxKeys.sorted { $0.key < $1.key }.flatMap { [Int64($0.key), $0.value] }
+    }
+
+    private static func isNegativeZero(_ v: Double) -> Bool { v == 0 && v.sign == .minus }
+
     private static func cell(_ value: Value) -> Cell {
         switch value {
         case .null: .null
         case .int(let v): .int(v)
         case .bool(let v): .bool(v)
-        case .double(let v): .double(v)
+        case .double(let v): isNegativeZero(v) ? .doubleBits(Int64(bitPattern: v.bitPattern)) : .double(v)
         case .decimal(let v): .decimal(v.description)
         case .string(let v): .string(v)
-        case .date(let v): .date(v.timeIntervalSinceReferenceDate)
+        case .date(let v):
+            isNegativeZero(v.timeIntervalSinceReferenceDate)
+                ? .dateBits(Int64(bitPattern: v.timeIntervalSinceReferenceDate.bitPattern)) : .date(v.timeIntervalSinceReferenceDate)
         case .data(let v): .data(v)
         case .uuid(let v): .uuid(v.uuidString)
         case .url(let v): .url(v.absoluteString)
@@ -211,9 +262,11 @@ struct AtomicFile: Codable {
             case .int(let v): .int(v)
             case .bool(let v): .bool(v)
             case .double(let v): .double(v)
-            case .decimal(let v): Decimal(string: v, locale: Locale(identifier: "en_US_POSIX")).map(Value.decimal) ?? .null
+            case .decimal(let v): Value.decimal(v).map(Value.decimal) ?? .null
             case .string(let v): .string(v)
             case .date(let v): .date(Date(timeIntervalSinceReferenceDate: v))
+            case .doubleBits(let bits): .double(Double(bitPattern: UInt64(bitPattern: bits)))
+            case .dateBits(let bits): .date(Date(timeIntervalSinceReferenceDate: Double(bitPattern: UInt64(bitPattern: bits))))
             case .data(let v): .data(v)
             case .uuid(let v): UUID(uuidString: v).map(Value.uuid) ?? .null
             case .url(let v): URL(string: v).map(Value.url) ?? .null

@@ -258,10 +258,10 @@ struct InMemorySave {
         for update in request.updated { if let pk = update.id.primaryKey { updatesByKey[pk] = update } }
         for object in request.inserted + request.updated {
             let pk = resolve(object.id).primaryKey ?? -1
-            for (key, entity, attributes) in Self.constraints(of: object.entity)
+            for (key, entity, attributes) in RelationalLayout.uniquenessConstraints(of: object.entity)
             where object.changedIndices.isEmpty || attributes.contains(where: { object.changedIndices.contains($0.index) }) {
                 let values = attributes.map { object.values[$0.index] }
-                if values.contains(where: \.isNull) { continue }
+                if !RelationalLayout.canCollide(values) { continue }
                 let others = (state.uniqueness[key]?[values] ?? []).subtracting([pk]).subtracting(removed).filter { other in
                     // A row updated in this save keeps its old values only if its new ones are the same.
                     guard let update = updatesByKey[other] else { return true }
@@ -377,27 +377,15 @@ struct InMemorySave {
         return result
     }
 
-    static func constraints(of entity: EntityDescription) -> [(String, EntityDescription, [AttributeDescription])] {
-        var result: [(String, EntityDescription, [AttributeDescription])] = []
-        var current: EntityDescription? = entity
-        while let e = current {
-            for (n, constraint) in e.uniquenessConstraints.enumerated() {
-                result.append(("\(e.name)#\(n)", e, constraint.compactMap { e.attributesByName[$0] }))
-            }
-            current = e.superentity
-        }
-        return result
-    }
-
     func index(_ snapshot: Snapshot, pk: Int64, in state: inout InMemoryState) {
         for relationship in snapshot.entity.relationships where !relationship.isToMany {
             if case .objectID(let destination) = snapshot.values[relationship.index], let d = destination.primaryKey {
                 state.foreignKeys[ObjectIdentifier(relationship), default: [:]][d, default: []].insert(pk)
             }
         }
-        for (key, _, attributes) in Self.constraints(of: snapshot.entity) {
+        for (key, _, attributes) in RelationalLayout.uniquenessConstraints(of: snapshot.entity) {
             let values = attributes.map { snapshot.values[$0.index] }
-            if !values.contains(where: \.isNull) { state.uniqueness[key, default: [:]][values, default: []].insert(pk) }
+            if RelationalLayout.canCollide(values) { state.uniqueness[key, default: [:]][values, default: []].insert(pk) }
         }
     }
 
@@ -407,7 +395,7 @@ struct InMemorySave {
                 state.foreignKeys[ObjectIdentifier(relationship)]?[d]?.remove(pk)
             }
         }
-        for (key, _, attributes) in Self.constraints(of: snapshot.entity) {
+        for (key, _, attributes) in RelationalLayout.uniquenessConstraints(of: snapshot.entity) {
             let values = attributes.map { snapshot.values[$0.index] }
             state.uniqueness[key]?[values]?.remove(pk)
         }

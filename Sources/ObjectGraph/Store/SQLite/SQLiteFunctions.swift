@@ -9,12 +9,22 @@ import GRDB
 /// value of ``PredicateComparison/Options``: 1 = `[c]`, 2 = `[d]`, 3 = `[cd]`.
 ///
 /// - `og_fold(text, flags)`: the folded text (NULL and non-text values are returned unchanged).
+/// - `og_real(x)`: a REAL column's number, a NaN or -0.0 stored as a BLOB decoded.
 /// - `og_beginswith(text, prefix, flags)`, `og_endswith`, `og_contains`, `og_like`, `og_matches`:
 ///   1 or 0; 0 when either argument is not text (NULL included).
 enum SQLiteFunctions {
     static let fold = DatabaseFunction("og_fold", argumentCount: 2, pure: true) { arguments in
         guard case .string(let text) = arguments[0].storage else { return arguments[0] }
         return PredicateStrings.fold(text, options: options(arguments[1]))
+    }
+
+    /// `og_real(x)`: the number a REAL column holds, decoding the 8-byte BLOB a NaN or -0.0 is
+    /// stored as (see SQLiteValues.swift): -0.0 for -0.0, NULL for NaN (SQLite has no NaN, and NaN
+    /// equals nothing). Any other value is returned unchanged.
+    static let real = DatabaseFunction("og_real", argumentCount: 1, pure: true) { arguments in
+        guard case .blob(let data) = arguments[0].storage else { return arguments[0] }
+        guard let v = data.withUnsafeBytes(Value.double(fromSpecialReal:)) else { return arguments[0] }
+        return v.isNaN ? nil : v
     }
 
     static let beginsWith = stringOperator("og_beginswith", .beginsWith)
@@ -24,7 +34,7 @@ enum SQLiteFunctions {
     static let matches = stringOperator("og_matches", .matches)
 
     /// Every function, by name (for ``SQLQueryBuilder``).
-    static let all: [DatabaseFunction] = [fold, beginsWith, endsWith, contains, like, matches]
+    static let all: [DatabaseFunction] = [fold, real, beginsWith, endsWith, contains, like, matches]
 
     /// The name of the function for a string operator.
     static func name(of op: PredicateComparison.Operator) -> String {

@@ -1,0 +1,165 @@
+import Foundation
+import GRDB
+import GRDBSQLite
+
+// Fetches, counts, fault fulfilment and relationship reads: each through one of the pool's readers.
+
+extension SQLiteStore {
+    private func selectSQL(_ request: StoreFetchRequest, columns: String, builder: inout SQLQueryBuilder, forCount: Bool = false) throws -> String {
+        let entity = request.entity
+        var conditions: [String] = []
+        if let restriction = schema.entityRestriction(for: entity, includesSubentities: request.includesSubentities, alias: builder.rootAlias) {
+            conditions.append(restriction)
+        }
+        if let predicate = request.predicate {
+            conditions.append("(" + (try builder.whereClause(for: predicate)) + ")")
+        }
+        let orderBy = forCount ? "" : try builder.orderByClause(for: request.sortDescriptors)
+        var sql = "SELECT \(columns) FROM \(SQLiteSchema.quote(schema.tableName(for: entity))) AS \(builder.rootAlias)"
+        let joins = builder.joinClause()
+        if !joins.isEmpty { sql += " " + joins }
+        if !conditions.isEmpty { sql += " WHERE " + conditions.joined(separator: " AND ") }
+        if !orderBy.isEmpty { sql += " ORDER BY " + orderBy }
+        if !forCount {
+            if request.fetchLimit > 0 { sql += " LIMIT \(request.fetchLimit)" } else if request.fetchOffset > 0 { sql += " LIMIT -1" }
+            if request.fetchOffset > 0 { sql += " OFFSET \(request.fetchOffset)" }
+        }
+        return sql
+    }
+
+    func fetch(_ request: StoreFetchRequest, store: PersistentStore) throws -> [StoreRow] {
+        guard let layout = layouts[request.entity.rootEntity.entityCode] else { return [] }
+        var builder = SQLQueryBuilder(schema: schema, entity: request.entity)
+        let columns = request.includesPropertyValues ? layout.selectList : "t0.Z_PK, t0.Z_ENT"
+        let sql = try selectSQL(request, columns: columns, builder: &builder)
+        let arguments = StatementArguments(builder.arguments.map(\.databaseValue))
+        let model = self.model
+        return try readOne("fetching \(request.entity.name)") { db in
+            count()
+            let statement = try db.cachedStatement(sql: sql)
+            statement.setUncheckedArguments(arguments)
+            var rows: [StoreRow] = []
+            let cursor = try Row.fetchCursor(statement)
+            if request.includesPropertyValues {
+                let sqlite = statement.sqliteStatement
+                while try cursor.next() != nil {
+                    if let storeRow = layout.read(sqlite, store: store, model: model) { rows.append(storeRow) }
+                }
+            } else {
+                while let row = try cursor.next() {
+                    let code: Int = row[1]
+                    guard let entity = layout.entities[code]?.entity else { continue }
+                    rows.append(StoreRow(id: ManagedObjectID(entity: entity, store: store, primaryKey: row[0]), snapshot: nil))
+                }
+            }
+            return rows
+        }
+    }
+
+    func fetchKeys(_ request: StoreFetchRequest, store: PersistentStore) throws -> (keys: [Int64], entityCodes: [Int32]) {
+        var builder = SQLQueryBuilder(schema: schema, entity: request.entity)
+        let sql = try selectSQL(request, columns: "t0.Z_PK, t0.Z_ENT", builder: &builder)
+        let arguments = StatementArguments(builder.arguments.map(\.databaseValue))
+        return try readOne("fetching \(request.entity.name) keys") { db in
+            count()
+            let statement = try db.cachedStatement(sql: sql)
+            statement.setUncheckedArguments(arguments)
+            let cursor = try Row.fetchCursor(statement)
+            let sqlite = statement.sqliteStatement
+            var keys: [Int64] = [], codes: [Int32] = []
+            while try cursor.next() != nil {
+                keys.append(sqlite3_column_int64(sqlite, 0))
+                codes.append(Int32(truncatingIfNeeded: sqlite3_column_int64(sqlite, 1)))
+            }
+            return (keys, codes)
+        }
+    }
+
+    func count(_ request: StoreFetchRequest, store: PersistentStore) throws -> Int {
+        var builder = SQLQueryBuilder(schema: schema, entity: request.entity)
+        var sql = try selectSQL(request, columns: "1", builder: &builder, forCount: true)
+        if request.fetchLimit > 0 || request.fetchOffset > 0 {
+            sql = "SELECT COUNT(*) FROM (\(sql) LIMIT \(request.fetchLimit > 0 ? request.fetchLimit : -1) OFFSET \(request.fetchOffset))"
+        } else {
+            sql = "SELECT COUNT(*) FROM (\(sql))"
+        }
+        let arguments = StatementArguments(builder.arguments.map(\.databaseValue))
+        return try readOne("counting \(request.entity.name)") { db in
+            count()
+            return try Int.fetchOne(db.cachedStatement(sql: sql), arguments: arguments) ?? 0
+        }
+    }
+
+    func snapshots(for ids: [ManagedObjectID], store: PersistentStore) throws -> [ManagedObjectID: Snapshot] {
+        var byRoot: [Int: [Int64]] = [:]
+        for id in ids {
+            guard let pk = id.primaryKey else { continue }
+            byRoot[id.entity.rootEntity.entityCode, default: []].append(pk)
+        }
+        let model = self.model
+        let single = byRoot.count == 1 && (byRoot.first?.value.count ?? 0) <= Self.chunkSize
+        return try (single ? readOne : read)("reading objects") { db in
+            var result: [ManagedObjectID: Snapshot] = [:]
+            result.reserveCapacity(ids.count)
+            for (rootCode, keys) in byRoot {
+                guard let layout = layouts[rootCode] else { continue }
+                for start in stride(from: 0, to: keys.count, by: Self.chunkSize) {
+                    let chunk = keys[start..<min(start + Self.chunkSize, keys.count)]
+                    let sql = chunk.count == 1
+                        ? "SELECT \(layout.selectList) FROM \(SQLiteSchema.quote(layout.table)) AS t0 WHERE t0.Z_PK = ?"
+                        : "SELECT \(layout.selectList) FROM \(SQLiteSchema.quote(layout.table)) AS t0 WHERE t0.Z_PK IN (\(Array(repeating: "?", count: chunk.count).joined(separator: ",")))"
+                    count()
+                    let statement = try db.cachedStatement(sql: sql)
+                    statement.setUncheckedArguments(StatementArguments(Array(chunk)))
+                    let cursor = try Row.fetchCursor(statement)
+                    let sqlite = statement.sqliteStatement
+                    while try cursor.next() != nil {
+                        if let storeRow = layout.read(sqlite, store: store, model: model), let snapshot = storeRow.snapshot {
+                            result[storeRow.id] = snapshot
+                        }
+                    }
+                }
+            }
+            return result
+        }
+    }
+
+    func destinations(of relationship: RelationshipDescription, for sources: [ManagedObjectID], store: PersistentStore) throws
+        -> [ManagedObjectID: [ManagedObjectID]]
+    {
+        guard let destination = relationship.destinationEntity else { return [:] }
+        var bySource: [Int64: ManagedObjectID] = [:]
+        for id in sources { if let pk = id.primaryKey { bySource[pk] = id } }
+        let keys = Array(bySource.keys)
+        let storage = schema.storage(forToMany: relationship)
+        let model = self.model
+        return try read("reading \(relationship.entity?.name ?? "").\(relationship.name)") { db in
+            var result: [ManagedObjectID: [ManagedObjectID]] = [:]
+            for id in sources { result[id] = [] }
+            for start in stride(from: 0, to: keys.count, by: Self.chunkSize) {
+                let chunk = Array(keys[start..<min(start + Self.chunkSize, keys.count)])
+                let marks = Array(repeating: "?", count: chunk.count).joined(separator: ",")
+                let sql: String
+                switch storage {
+                case .foreignKey(let table, let column, let orderColumn):
+                    let order = orderColumn.map { ", \(SQLiteSchema.quote($0))" } ?? ", Z_PK"
+                    sql = "SELECT \(SQLiteSchema.quote(column)), Z_PK, Z_ENT FROM \(SQLiteSchema.quote(table)) WHERE \(SQLiteSchema.quote(column)) IN (\(marks)) ORDER BY \(SQLiteSchema.quote(column))\(order)"
+                case .joinTable(let table, let sourceColumn, let destinationColumn, let destinationEntityColumn, let orderColumn):
+                    let order = orderColumn.map { ", \($0)" } ?? ", \(destinationColumn)"
+                    sql = "SELECT \(sourceColumn), \(destinationColumn), \(destinationEntityColumn) FROM \(SQLiteSchema.quote(table)) WHERE \(sourceColumn) IN (\(marks)) ORDER BY \(sourceColumn)\(order)"
+                }
+                count()
+                let cursor = try Row.fetchCursor(db, sql: sql, arguments: StatementArguments(chunk))
+                while let row = try cursor.next() {
+                    let sourceKey: Int64 = row[0]
+                    let destinationKey: Int64 = row[1]
+                    let code: Int = row[2]
+                    guard let source = bySource[sourceKey] else { continue }
+                    let entity = code >= 0 && code < model.entitiesByCode.count ? model.entitiesByCode[code] : destination
+                    result[source, default: []].append(ManagedObjectID(entity: entity, store: store, primaryKey: destinationKey))
+                }
+            }
+            return result
+        }
+    }
+}

@@ -1,0 +1,286 @@
+import Foundation
+import GRDB
+import GRDBSQLite
+
+// A save: one transaction on the pool's writer, in the steps `apply` numbers.
+
+extension SQLiteStore {
+    func allocatePrimaryKeys(for entity: EntityDescription, count n: Int) throws -> Int64 {
+        try write("allocating primary keys for \(entity.name)") { db in try allocate(db, root: entity.rootEntity, count: n) }
+    }
+
+    private func allocate(_ db: Database, root: EntityDescription, count n: Int) throws -> Int64 {
+        count(2)
+        let table = root.name
+        var current = try Int64.fetchOne(
+            db.cachedStatement(sql: "SELECT Z_MAX FROM \(SQLiteSchema.primaryKeyTable) WHERE Z_TABLE = ?"), arguments: [table])
+        if current == nil {
+            count()
+            current = try Int64.fetchOne(db, sql: "SELECT MAX(Z_PK) FROM \(SQLiteSchema.quote(table))") ?? 0
+        }
+        let first = current! + 1
+        try db.cachedStatement(sql: "INSERT OR REPLACE INTO \(SQLiteSchema.primaryKeyTable) (Z_TABLE, Z_MAX) VALUES (?, ?)")
+            .execute(arguments: [table, first + Int64(n) - 1])
+        return first
+    }
+
+    func save(_ request: StoreSaveRequest, store: PersistentStore) throws -> StoreSaveResult {
+        try write("saving") { db in try self.apply(request, store: store, db: db) }
+    }
+
+    private func apply(_ request: StoreSaveRequest, store: PersistentStore, db: Database) throws -> StoreSaveResult {
+        var result = StoreSaveResult()
+        // Keys in the order objects were created, so rows are appended to the table's B-tree.
+        var request = request
+        request.inserted.sort { $0.id < $1.id }
+        // 1. Permanent IDs for inserted objects that have none yet.
+        var pending: [Int: [ManagedObjectID]] = [:]
+        for object in request.inserted where object.id.isTemporaryID {
+            pending[object.entity.rootEntity.entityCode, default: []].append(object.id)
+        }
+        for (rootCode, ids) in pending {
+            let root = model.entitiesByCode[rootCode]
+            var key = try allocate(db, root: root, count: ids.count)
+            for id in ids {
+                result.permanentIDs[id] = ManagedObjectID(entity: id.entity, store: store, primaryKey: key)
+                key += 1
+            }
+        }
+        let permanent = result.permanentIDs
+        func resolve(_ id: ManagedObjectID) -> ManagedObjectID { permanent[id] ?? id }
+        func resolve(_ value: Value) -> Value {
+            if case .objectID(let id) = value, let p = permanent[id] { return .objectID(p) }
+            return value
+        }
+
+        // 2. Optimistic locking: every updated or deleted object's version must be the one its context saw.
+        var conflicts: [VersionConflict] = []
+        var checks: [Int: [(Int64, SavedObject)]] = [:]
+        for object in request.updated + request.deleted {
+            guard object.expectedVersion != nil, let pk = object.id.primaryKey else { continue }
+            checks[object.entity.rootEntity.entityCode, default: []].append((pk, object))
+        }
+        for (rootCode, list) in checks {
+            guard let layout = layouts[rootCode] else { continue }
+            var versions: [Int64: Int64] = [:]
+            for start in stride(from: 0, to: list.count, by: Self.chunkSize) {
+                let chunk = list[start..<min(start + Self.chunkSize, list.count)].map(\.0)
+                count()
+                let sql = "SELECT Z_PK, Z_OPT FROM \(SQLiteSchema.quote(layout.table)) WHERE Z_PK IN (\(Array(repeating: "?", count: chunk.count).joined(separator: ",")))"
+                for row in try Row.fetchAll(db, sql: sql, arguments: StatementArguments(chunk)) {
+                    versions[row[0]] = row[1]
+                }
+            }
+            for (pk, object) in list where versions[pk] != object.expectedVersion {
+                conflicts.append(VersionConflict(id: object.id, expectedVersion: object.expectedVersion ?? 0, persisted: nil))
+            }
+        }
+        if !conflicts.isEmpty {
+            let ids = conflicts.map(\.id)
+            let persisted = try readSnapshots(ids, store: store, db: db)
+            for i in conflicts.indices { conflicts[i].persisted = persisted[conflicts[i].id] }
+            throw VersionConflictError(conflicts: conflicts)
+        }
+
+        // 3. Deletes, with their join-table rows.
+        for object in request.deleted {
+            guard let pk = object.id.primaryKey, let layout = layouts[object.entity.rootEntity.entityCode] else { continue }
+            count()
+            try db.cachedStatement(sql: "DELETE FROM \(SQLiteSchema.quote(layout.table)) WHERE Z_PK = ?").execute(arguments: [pk])
+            for relationship in object.entity.relationships where relationship.usesJoinTable {
+                if case .joinTable(let table, let sourceColumn, _, _, _) = schema.storage(forToMany: relationship) {
+                    count()
+                    try db.cachedStatement(sql: "DELETE FROM \(SQLiteSchema.quote(table)) WHERE \(sourceColumn) = ?").execute(arguments: [pk])
+                }
+            }
+        }
+
+        // 4. Inserts.
+        for object in request.inserted {
+            let id = resolve(object.id)
+            guard let pk = id.primaryKey, let layout = layouts[object.entity.rootEntity.entityCode]?.entities[object.entity.entityCode] else { continue }
+            let statement = try db.cachedStatement(sql: layout.insertSQL)
+            let sqlite = statement.sqliteStatement
+            sqlite3_reset(sqlite)
+            _ = Value.int(pk).bind(to: sqlite, at: 1)
+            _ = Value.int(Int64(object.entity.entityCode)).bind(to: sqlite, at: 2)
+            _ = Value.int(1).bind(to: sqlite, at: 3)
+            var parameter: CInt = 4
+            var values = object.values
+            for property in layout.insertProperties {
+                let value = resolve(values[property.index])
+                values[property.index] = value
+                try bind(value, to: sqlite, at: parameter, db)
+                parameter += 1
+                if let relationship = property as? RelationshipDescription, schema.entityColumnName(forToOne: relationship) != nil {
+                    if case .objectID(let destination) = value { _ = Value.int(Int64(destination.entity.entityCode)).bind(to: sqlite, at: parameter) }
+                    else { sqlite3_bind_null(sqlite, parameter) }
+                    parameter += 1
+                }
+            }
+            count()
+            try step(sqlite, db)
+            for attribute in object.entity.attributes where attribute.isTransient { values[attribute.index] = .null }
+            result.snapshots[id] = Snapshot(entity: object.entity, version: 1, values: values)
+        }
+
+        // 5. Updates of the changed columns, bumping the version.
+        for object in request.updated {
+            guard let pk = object.id.primaryKey, let layout = layouts[object.entity.rootEntity.entityCode] else { continue }
+            var assignments: [String] = []
+            var arguments: [Value] = []
+            var values = object.values
+            for index in object.changedIndices {
+                let property = object.entity.properties[index]
+                if let attribute = property as? AttributeDescription, attribute.isTransient { continue }
+                if let relationship = property as? RelationshipDescription, relationship.isToMany { continue }
+                let value = resolve(values[index])
+                values[index] = value
+                assignments.append("\(SQLiteSchema.quote(schema.columnName(for: property))) = ?")
+                arguments.append(value)
+                if let relationship = property as? RelationshipDescription, let entityColumn = schema.entityColumnName(forToOne: relationship) {
+                    assignments.append("\(SQLiteSchema.quote(entityColumn)) = ?")
+                    if case .objectID(let destination) = value { arguments.append(.int(Int64(destination.entity.entityCode))) } else { arguments.append(.null) }
+                }
+            }
+            assignments.append("Z_OPT = Z_OPT + 1")
+            arguments.append(.int(pk))
+            count()
+            let statement = try db.cachedStatement(sql: "UPDATE \(SQLiteSchema.quote(layout.table)) SET \(assignments.joined(separator: ", ")) WHERE Z_PK = ?")
+            let sqlite = statement.sqliteStatement
+            sqlite3_reset(sqlite)
+            for (i, argument) in arguments.enumerated() { try bind(argument, to: sqlite, at: CInt(i + 1), db) }
+            try step(sqlite, db)
+            for attribute in object.entity.attributes where attribute.isTransient { values[attribute.index] = .null }
+            result.snapshots[object.id] = Snapshot(entity: object.entity, version: (object.expectedVersion ?? 0) + 1, values: values)
+        }
+        // Versions of updated rows whose expected version was unknown.
+        let unknown = request.updated.filter { $0.expectedVersion == nil }.map(\.id)
+        if !unknown.isEmpty {
+            for (id, snapshot) in try readSnapshots(unknown, store: store, db: db) { result.snapshots[id]?.version = snapshot.version }
+        }
+
+        // 6. Join tables.
+        for change in request.joinDeletes {
+            guard case .joinTable(let table, let sourceColumn, let destinationColumn, _, _) = schema.storage(forToMany: change.relationship),
+                  let s = resolve(change.source).primaryKey, let d = resolve(change.destination).primaryKey else { continue }
+            count()
+            try db.cachedStatement(sql: "DELETE FROM \(SQLiteSchema.quote(table)) WHERE \(sourceColumn) = ? AND \(destinationColumn) = ?")
+                .execute(arguments: [s, d])
+        }
+        for change in request.joinInserts {
+            guard case .joinTable(let table, let sourceColumn, let destinationColumn, _, _) = schema.storage(forToMany: change.relationship) else { continue }
+            let source = resolve(change.source), destination = resolve(change.destination)
+            guard let s = source.primaryKey, let d = destination.primaryKey else { continue }
+            let sourceEntityColumn = sourceColumn + "_ENT", destinationEntityColumn = destinationColumn + "_ENT"
+            count()
+            try db.cachedStatement(sql: """
+                INSERT OR IGNORE INTO \(SQLiteSchema.quote(table)) (\(sourceColumn), \(sourceEntityColumn), \(destinationColumn), \(destinationEntityColumn)) \
+                VALUES (?, ?, ?, ?)
+                """).execute(arguments: [s, source.entity.entityCode, d, destination.entity.entityCode])
+        }
+
+        // 7. Orders of ordered to-many relationships.
+        for ordering in request.orderings {
+            guard let s = resolve(ordering.source).primaryKey else { continue }
+            switch schema.storage(forToMany: ordering.relationship) {
+            case .foreignKey(let table, _, let orderColumn?):
+                let statement = try db.cachedStatement(sql: "UPDATE \(SQLiteSchema.quote(table)) SET \(SQLiteSchema.quote(orderColumn)) = ? WHERE Z_PK = ?")
+                for (position, destination) in ordering.destinations.enumerated() {
+                    guard let d = resolve(destination).primaryKey else { continue }
+                    count()
+                    try statement.execute(arguments: [position, d])
+                }
+            case .joinTable(let table, let sourceColumn, let destinationColumn, _, let orderColumn?):
+                let statement = try db.cachedStatement(sql: "UPDATE \(SQLiteSchema.quote(table)) SET \(orderColumn) = ? WHERE \(sourceColumn) = ? AND \(destinationColumn) = ?")
+                for (position, destination) in ordering.destinations.enumerated() {
+                    guard let d = resolve(destination).primaryKey else { continue }
+                    count()
+                    try statement.execute(arguments: [position, s, d])
+                }
+            default:
+                break
+            }
+        }
+
+        // 8. Uniqueness constraints, checked once everything is written.
+        try checkUniqueness(request, resolve: resolve, store: store, db: db)
+        return result
+    }
+
+    /// Binds a value, or throws when SQLite refuses it (too big): a parameter that failed to bind
+    /// would keep the previous row's value.
+    @inline(__always)
+    private func bind(_ value: Value, to statement: SQLiteStatement, at index: CInt, _ db: Database) throws {
+        let code = value.bind(to: statement, at: index)
+        guard code == SQLITE_OK else {
+            throw DatabaseError(resultCode: ResultCode(rawValue: code), message: String(cString: sqlite3_errmsg(db.sqliteConnection)))
+        }
+    }
+
+    /// Runs a statement whose parameters are bound, to completion, and resets it.
+    private func step(_ statement: SQLiteStatement, _ db: Database) throws {
+        let code = sqlite3_step(statement)
+        sqlite3_reset(statement)
+        guard code == SQLITE_DONE || code == SQLITE_ROW else {
+            throw DatabaseError(resultCode: ResultCode(rawValue: code), message: String(cString: sqlite3_errmsg(db.sqliteConnection)))
+        }
+    }
+
+    private func checkUniqueness(_ request: StoreSaveRequest, resolve: (ManagedObjectID) -> ManagedObjectID, store: PersistentStore, db: Database) throws {
+        var errors: [ObjectGraphError] = []
+        var conflicts: [ConstraintConflict] = []
+        var saved: Set<Int64> = []
+        for object in request.inserted + request.updated { if let pk = resolve(object.id).primaryKey { saved.insert(pk) } }
+        for object in request.inserted + request.updated {
+            let id = resolve(object.id)
+            for (_, e, attributes) in RelationalLayout.uniquenessConstraints(of: object.entity)
+            where object.changedIndices.isEmpty || attributes.contains(where: { object.changedIndices.contains($0.index) }) {
+                let values = attributes.map { object.values[$0.index] }
+                if !RelationalLayout.canCollide(values) { continue }
+                let codes = e.selfAndDescendants.map { String($0.entityCode) }.joined(separator: ",")
+                let conditions = attributes.map { "\(SQLiteSchema.quote(schema.columnName(for: $0))) = ?" }.joined(separator: " AND ")
+                count()
+                // Bound as stored (a string with a NUL, a NaN), so a value matches the column holding it.
+                let statement = try db.cachedStatement(
+                    sql: "SELECT Z_PK, Z_ENT FROM \(SQLiteSchema.quote(e.rootEntity.name)) WHERE Z_ENT IN (\(codes)) AND \(conditions) AND Z_PK <> ? LIMIT 1")
+                let sqlite = statement.sqliteStatement
+                sqlite3_reset(sqlite)
+                for (i, value) in values.enumerated() { try bind(value, to: sqlite, at: CInt(i + 1), db) }
+                _ = Value.int(id.primaryKey ?? -1).bind(to: sqlite, at: CInt(values.count + 1))
+                let code = sqlite3_step(sqlite)
+                guard code == SQLITE_ROW else {
+                    sqlite3_reset(sqlite)
+                    if code == SQLITE_DONE { continue }
+                    throw DatabaseError(resultCode: ResultCode(rawValue: code), message: String(cString: sqlite3_errmsg(db.sqliteConnection)))
+                }
+                let otherKey = sqlite3_column_int64(sqlite, 0)
+                let otherCode = Int(sqlite3_column_int64(sqlite, 1))
+                sqlite3_reset(sqlite)
+                let described = zip(attributes.map(\.name), values).map { "\($0) = \($1.debugText)" }.joined(separator: ", ")
+                errors.append(ObjectGraphError(
+                    .constraintConflict, "Another \(e.name) already has \(described)",
+                    entityName: e.name, key: attributes.map(\.name).joined(separator: ","), objectID: id))
+                let existing = saved.contains(otherKey) || otherCode >= model.entitiesByCode.count
+                    ? nil : ManagedObjectID(entity: model.entitiesByCode[otherCode], store: store, primaryKey: otherKey)
+                conflicts.append(ConstraintConflict(objectID: object.id, existing: existing))
+            }
+        }
+        if !errors.isEmpty { throw ConstraintConflictError.make(errors, conflicts) }
+    }
+
+    private func readSnapshots(_ ids: [ManagedObjectID], store: PersistentStore, db: Database) throws -> [ManagedObjectID: Snapshot] {
+        var result: [ManagedObjectID: Snapshot] = [:]
+        for id in ids {
+            guard let pk = id.primaryKey, let layout = layouts[id.entity.rootEntity.entityCode] else { continue }
+            count()
+            let statement = try db.cachedStatement(sql: "SELECT \(layout.selectList) FROM \(SQLiteSchema.quote(layout.table)) AS t0 WHERE t0.Z_PK = ?")
+            statement.setUncheckedArguments([pk])
+            let cursor = try Row.fetchCursor(statement)
+            if try cursor.next() != nil, let storeRow = layout.read(statement.sqliteStatement, store: store, model: model) {
+                result[id] = storeRow.snapshot
+            }
+        }
+        return result
+    }
+}
