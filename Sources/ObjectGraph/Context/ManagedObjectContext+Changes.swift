@@ -110,6 +110,8 @@ extension ManagedObjectContext {
     public func rollback() {
         assertOnQueue("rollback()")
         for object in insertedObjects { unregister(object) }
+        // Deleted elsewhere: their rows are gone, they cannot come back.
+        for object in deletedObjects where object.flags.contains(.deletedElsewhere) { invalidate(object) }
         for object in updatedObjects.union(deletedObjects) where object.managedObjectContext === self {
             object.flags.remove([.deleted, .pendingDelete, .updated])
             object.changedIndices = []
@@ -134,6 +136,11 @@ extension ManagedObjectContext {
     public func reset() {
         assertOnQueue("reset()")
         let objects = liveObjects
+        defer {
+            NotificationCenter.default.post(name: Self.objectsDidChangeNotification, object: self, userInfo: [
+                NotificationKey.invalidatedAllObjects.rawValue: Set(objects),
+            ])
+        }
         var held: [ManagedObjectID] = pinnedRows
         for object in objects {
             if object.flags.contains(.holdsRowCache) {

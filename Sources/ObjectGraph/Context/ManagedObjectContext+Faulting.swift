@@ -217,9 +217,14 @@ extension ManagedObjectContext {
     /// changes on top of the store's current values).
     public func refreshAllObjects() {
         assertOnQueue("refreshAllObjects()")
-        for object in liveObjects {
+        let objects = liveObjects
+        for object in objects {
             refresh(object, mergeChanges: true)
         }
+        guard !objects.isEmpty else { return }
+        NotificationCenter.default.post(name: Self.objectsDidChangeNotification, object: self, userInfo: [
+            NotificationKey.refreshedObjects.rawValue: Set(objects.filter { $0.managedObjectContext === self }),
+        ])
     }
 
     func turnIntoFault(_ object: ManagedObject) {

@@ -189,11 +189,20 @@ extension ManagedObjectContext {
 
     // MARK: - Dictionaries
 
+    /// The key of `propertiesToFetch` that asks for each row's object ID.
+    static let objectIDKey = "objectID"
+
     private func fetchDictionaries<T>(_ request: FetchRequest<T>, entity: EntityDescription) throws -> [[String: Any]] {
         var properties: [PropertyDescription] = []
+        var includesObjectID = false
         if let names = request.propertiesToFetch {
             for item in names {
                 let name = (item as? String) ?? (item as? PropertyDescription)?.name ?? "\(item)"
+                if name == Self.objectIDKey {
+                    // Core Data's "evaluatedObject" expression, as the common plain key: each row's ID.
+                    includesObjectID = true
+                    continue
+                }
                 guard let property = entity.propertiesByName[name] else {
                     throw ObjectGraphError(.invalidFetchRequest, "Entity '\(entity.name)' has no property '\(name)' to fetch", entityName: entity.name, key: name)
                 }
@@ -212,6 +221,10 @@ extension ManagedObjectContext {
             guard let snapshot = row.snapshot else { continue }
             var dictionary: [String: Any] = [:]
             var key: [Value] = []
+            if includesObjectID {
+                dictionary[Self.objectIDKey] = canonical(row.id)
+                key.append(.objectID(row.id))
+            }
             for property in properties where property.index < snapshot.values.count || snapshot.entity.propertiesByName[property.name] != nil {
                 guard let own = snapshot.entity.propertiesByName[property.name] else { continue }
                 let value = snapshot.values[own.index]

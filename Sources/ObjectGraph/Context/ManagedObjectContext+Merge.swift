@@ -130,18 +130,23 @@ extension ManagedObjectContext {
         assertOnQueue("mergeChanges(_:)")
         processPendingChanges()
         let received = changes
-        var refreshed: Set<ManagedObject> = [], invalidated: Set<ManagedObject> = []
+        var refreshed: Set<ManagedObject> = [], deleted: Set<ManagedObject> = []
 
-        // Deleted elsewhere: out of every relationship, then gone.
+        // Deleted elsewhere: out of every relationship; a registered object becomes a deleted
+        // object here (in `deletedObjects`, as in Core Data) until this context saves or resets.
         if !changes.deletedObjectIDs.isEmpty {
             let gone = changes.deletedObjectIDs
             for object in liveObjects where !gone.contains(object.objectID) {
                 forgetDestinations(gone, in: object)
             }
             for id in gone {
-                guard let object = registered[canonical(id)]?.object else { continue }
-                invalidate(object)
-                invalidated.insert(object)
+                guard let object = registered[canonical(id)]?.object, !object.flags.contains(.deletedElsewhere) else { continue }
+                if object.isInserted {
+                    invalidate(object)
+                    continue
+                }
+                markDeletedElsewhere(object)
+                deleted.insert(object)
             }
         }
 
@@ -187,19 +192,52 @@ extension ManagedObjectContext {
         // and updated objects' to-one destinations) reload those relationships when next used.
         refaultToManyRelationships(touchedBy: changes)
 
-        NotificationCenter.default.post(name: Self.objectsDidChangeNotification, object: self, userInfo: [
-            NotificationKey.updatedObjects.rawValue: refreshed,
-            NotificationKey.refreshedObjects.rawValue: refreshed,
-            NotificationKey.invalidatedObjects.rawValue: invalidated,
-            NotificationKey.deletedObjects.rawValue: invalidated,
-            NotificationKey.insertedObjects.rawValue: Set<ManagedObject>(),
-        ])
+        // Inserted elsewhere: registered here (as faults), so that they are reported and resolve.
+        var inserted: Set<ManagedObject> = []
+        for id in changes.insertedObjectIDs where !id.isTemporaryID {
+            let object = object(with: id)
+            if object.managedObjectContext === self { inserted.insert(object) }
+        }
+
+        if !(inserted.isEmpty && refreshed.isEmpty && deleted.isEmpty) {
+            NotificationCenter.default.post(name: Self.objectsDidChangeNotification, object: self, userInfo: [
+                NotificationKey.insertedObjects.rawValue: inserted,
+                NotificationKey.refreshedObjects.rawValue: refreshed,
+                NotificationKey.deletedObjects.rawValue: deleted,
+            ])
+        }
         NotificationCenter.default.post(name: Self.didMergeChangesObjectIDsNotification, object: self, userInfo: [
             NotificationKey.insertedObjectIDs.rawValue: changes.insertedObjectIDs,
             NotificationKey.updatedObjectIDs.rawValue: changes.updatedObjectIDs,
             NotificationKey.deletedObjectIDs.rawValue: changes.deletedObjectIDs,
+            NotificationKey.refreshedObjectIDs.rawValue: Set(refreshed.map(\.objectID)),
         ])
         didMergeForNesting(received)
+    }
+
+    /// Makes a registered object deleted because another context's save deleted its row: deleted
+    /// here too, its own changes dropped, nothing to write when this context saves.
+    private func markDeletedElsewhere(_ object: ManagedObject) {
+        if object.isFault {
+            // Its row is gone: it keeps default values, as an inaccessible fault that is deleted.
+            object.values = object.entity.properties.map { ($0 as? AttributeDescription)?.defaultStoredValue ?? .null }
+            object.flags.remove(.fault)
+            for relationship in object.entity.relationships where relationship.isToMany {
+                object.toMany[relationship.index] = RelationshipValue(isOrdered: relationship.isOrdered, loaded: true)
+            }
+        }
+        if object.flags.contains(.holdsRowCache) {
+            object.flags.remove(.holdsRowCache)
+            coordinator.rowCache.release([object.objectID])
+        }
+        object.snapshot = nil
+        object.changedIndices = []
+        updatedObjects.remove(object)
+        pendingDeletes.removeAll { $0 === object }
+        object.flags.remove([.updated, .pendingDelete])
+        object.flags.insert([.deleted, .deletedElsewhere])
+        deletedObjects.insert(object)
+        retained.insert(object)
     }
 
     /// Gives an object a newer snapshot, keeping its own changes as the merge policy says.

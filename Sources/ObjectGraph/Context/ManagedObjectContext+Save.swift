@@ -23,7 +23,12 @@ extension ManagedObjectContext {
         defer { activityTracker?.saveFinished() }
         deliverMailIfNeeded()
         processPendingChanges()
-        guard !insertedObjects.isEmpty || !deletedObjects.isEmpty || updatedObjects.contains(where: \.hasChanges) else { return }
+        guard !insertedObjects.isEmpty || !deletedObjects.isEmpty || updatedObjects.contains(where: \.hasChanges) else {
+            // Nothing to write: the notifications still say a save happened, as Core Data's do.
+            NotificationCenter.default.post(name: Self.willSaveObjectsNotification, object: self)
+            postDidSave(inserted: [], updated: [], deleted: [], changes: SaveChanges())
+            return
+        }
         NotificationCenter.default.post(name: Self.willSaveObjectsNotification, object: self)
         // willSave() may change objects (and delete some): process until stable.
         var notified: Set<ObjectIdentifier> = []
@@ -68,7 +73,7 @@ extension ManagedObjectContext {
         }
         for object in insertedObjects where !object.isDeleted { collect { try object.validateForInsert() } }
         for object in updatedObjects where !object.isDeleted && object.hasChanges { collect { try object.validateForUpdate() } }
-        for object in deletedObjects { collect { try object.validateForDelete() } }
+        for object in deletedObjects where !object.flags.contains(.deletedElsewhere) { collect { try object.validateForDelete() } }
         guard !errors.isEmpty else { return }
         if errors.count == 1 { throw errors[0] }
         throw ObjectGraphError(
@@ -142,9 +147,11 @@ extension ManagedObjectContext {
             saved.updated.append(object)
         }
         for object in deletedObjects where !object.isInserted {
+            saved.deleted.append(object)
+            // Deleted elsewhere and merged: its row is gone already.
+            if object.flags.contains(.deletedElsewhere) { continue }
             request.deleted.append(ChangedObject(
                 id: object.objectID, entity: object.entity, values: [], changedIndices: [], relationships: [], base: object.snapshot, store: nil))
-            saved.deleted.append(object)
         }
         return (request, saved)
     }
@@ -206,6 +213,13 @@ extension ManagedObjectContext {
         let changes = SaveChanges(
             inserted: Set(inserted.map(\.objectID)), updated: Set(updated.map(\.objectID)),
             deleted: Set(saved.deleted.map { canonical($0.objectID) }), changedKeys: changedKeys, snapshots: result.snapshots, source: parentStore)
+        postDidSave(inserted: inserted, updated: updated, deleted: deleted, changes: changes)
+        publish(changes)
+        didSaveForNesting(changes)
+    }
+
+    /// Posts `didSaveObjectsNotification` and `didSaveObjectIDsNotification`.
+    private func postDidSave(inserted: Set<ManagedObject>, updated: Set<ManagedObject>, deleted: Set<ManagedObject>, changes: SaveChanges) {
         NotificationCenter.default.post(name: Self.didSaveObjectsNotification, object: self, userInfo: [
             NotificationKey.insertedObjects.rawValue: inserted,
             NotificationKey.updatedObjects.rawValue: updated,
@@ -218,7 +232,5 @@ extension ManagedObjectContext {
             NotificationKey.deletedObjectIDs.rawValue: changes.deletedObjectIDs,
             SaveChanges.userInfoKey: changes,
         ])
-        publish(changes)
-        didSaveForNesting(changes)
     }
 }

@@ -599,7 +599,19 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
         guard !object.flags.contains(.unreported) else { return }
         object.flags.insert(.unreported)
         unreported.append(object)
+        if concurrencyType == .mainQueue && !isMainQueueTurnScheduled {
+            // Core Data processes a main-queue context's changes at the end of the run loop's turn.
+            isMainQueueTurnScheduled = true
+            DispatchQueue.main.async { [weak self] in
+                guard let self else { return }
+                self.isMainQueueTurnScheduled = false
+                if !self.pendingDeletes.isEmpty || !self.unreported.isEmpty { self.processPendingChanges() }
+            }
+        }
     }
+
+    /// Whether the end of the main queue's turn will process this main-queue context's changes.
+    private var isMainQueueTurnScheduled = false
 
     func objectDidBecomeUpdated(_ object: ManagedObject) {
         updatedObjects.insert(object)

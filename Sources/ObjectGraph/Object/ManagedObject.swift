@@ -59,6 +59,8 @@ open class ManagedObject: Hashable, CustomStringConvertible {
         static let unreported = Flags(rawValue: 1 << 7)
         /// Its insert was reported by an `objectsDidChangeNotification`.
         static let insertReported = Flags(rawValue: 1 << 8)
+        /// Deleted by another context's save, merged here: deleted until this context saves.
+        static let deletedElsewhere = Flags(rawValue: 1 << 9)
     }
 
     /// Creates an object of `entity`, inserted into `context` when one is given.

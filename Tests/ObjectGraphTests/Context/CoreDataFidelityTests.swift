@@ -19,7 +19,7 @@ struct CoreDataFidelityTests {
         ManagedObjectModel(entities: [
             EntityDescription(name: "Note", properties: [
                 .attribute("title", .string, isOptional: false, defaultValue: ""),
-                .attribute("draft", .string, isOptional: false, isTransient: true, defaultValue: "none"),
+                .attribute("draft", .string, isOptional: false, defaultValue: "none", isTransient: true),
             ]),
         ])
     }

@@ -75,7 +75,7 @@ struct MergeTests {
         try writer.save()
         reader.mergeChanges(fromContextDidSave: try #require(didSave.all.last))
 
-        #expect(readA.managedObjectContext == nil, "deleted elsewhere: no longer registered")
+        #expect(readA.isDeleted && reader.deletedObjects.contains(readA), "deleted elsewhere: a deleted object here until saved")
         #expect(readB.value(forKey: "rank") as? Int64 == 20, "took the saved value")
         #expect(readB.value(forKey: "title") as? String == "local", "kept its own change")
         let titles = (readFolder.value(forKey: "notes") as? Set<ManagedObject>)?.compactMap { $0.value(forKey: "title") as? String }.sorted()
@@ -85,6 +85,7 @@ struct MergeTests {
         #expect((didMerge.all.last?.userInfo?[ManagedObjectContext.NotificationKey.deletedObjectIDs.rawValue] as? Set<ManagedObjectID>) == [a.objectID])
         // The reader's own change saves without a conflict: the merge moved its snapshot forward.
         try reader.save()
+        #expect(readA.managedObjectContext == nil, "the save forgets it")
         #expect(try stack.context().existingObject(with: b.objectID).value(forKey: "title") as? String == "local")
     }
 
@@ -303,6 +304,11 @@ struct MergeTests {
         writer.delete(note)
         try writer.save()
         merging.mergeChanges(fromContextDidSave: try #require(didSave.all.last))
+        #expect(merged.isDeleted)
+        #expect(merging.deletedObjects == [merged])
+        #expect(merged.value(forKey: "title") as? String == "doomed", "its values stay readable")
+        // Its save writes nothing for it and forgets it; a rollback would forget it too.
+        try merging.save()
         #expect(merged.managedObjectContext == nil)
         #expect(merging.registeredObject(for: note.objectID) == nil)
         #expect(fault.value(forKey: "title") as? String == "")
