@@ -75,7 +75,8 @@ extension ManagedObjectContext {
     /// Hands a save's changes to `saves` streams and to contexts that merge automatically.
     func publish(_ changes: SaveChanges) {
         for continuation in saveStreams.withLock({ Array($0.values) }) { continuation.yield(changes) }
-        persistentStoreCoordinator?.broadcast(changes, from: self)
+        // A save into the stores: the contexts on the coordinator that follow its saves hear it.
+        if parent == nil { persistentStoreCoordinator?.didSave(changes, from: self) }
     }
 
     /// Merges another context's save (Core Data's form). Call it on this context's queue.

@@ -109,10 +109,27 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
         didSet {
             guard automaticallyMergesChangesFromParent != oldValue else { return }
             nesting.mergesFromParent.store(automaticallyMergesChangesFromParent, ordering: .relaxed)
-            if automaticallyMergesChangesFromParent { persistentStoreCoordinator?.addAutomaticMerging(self) }
-            else { persistentStoreCoordinator?.removeAutomaticMerging(self) }
+            followCoordinatorSaves(automaticallyMergesChangesFromParent)
         }
     }
+    /// A context on a coordinator that merges automatically: its subscription to the coordinator's saves.
+    private let coordinatorSaves = Protected<PersistentStoreCoordinator.SaveSubscription?>(nil)
+
+    /// Subscribes to (or leaves) the saves other contexts write to the coordinator; a child follows
+    /// its parent instead.
+    private func followCoordinatorSaves(_ follows: Bool) {
+        guard follows, parent == nil, let coordinator = persistentStoreCoordinator else {
+            coordinatorSaves.withLock { $0 = nil }
+            return
+        }
+        let me = ObjectIdentifier(self)
+        let subscription = coordinator.subscribeToSaves { [weak self] changes, source in
+            guard source != me, let self, self.parent == nil else { return }
+            self.enqueue { self.mergeChanges(changes) }
+        }
+        coordinatorSaves.withLock { $0 = subscription }
+    }
+
     /// Counts this context's blocks and saves in flight for its container (set right after init).
     var activityTracker: ActivityTracker?
     /// Children, mail for a confinement child and the autosave timer (`ManagedObjectContext+Nesting`).

@@ -40,13 +40,10 @@ public final class PersistentStoreCoordinator: Sendable, CustomStringConvertible
     let rowCache = RowCache()
     let faultsFromStoreCounter = Atomic<Int>(0)
     private let exclusive = CoordinatorLock()
-    /// Contexts on this coordinator that merge the others' saves as they happen.
-    private let automaticMergers = Protected<[ObjectIdentifier: WeakContext]>([:])
-
-    final class WeakContext: @unchecked Sendable {  // the reference is set once, read under the mutex
-        weak var context: ManagedObjectContext?
-        init(_ context: ManagedObjectContext) { self.context = context }
-    }
+    /// Who hears the saves of the contexts on this coordinator, by subscription number: the
+    /// coordinator holds no context, only what each subscriber asked to be called with.
+    private let saveSubscribers = Protected<[Int: @Sendable (ManagedObjectContext.SaveChanges, ObjectIdentifier) -> Void]>([:])
+    private let subscriptionCounter = Atomic<Int>(0)
 
     public init(managedObjectModel: ManagedObjectModel, name: String? = nil) {
         self.managedObjectModel = managedObjectModel
@@ -154,27 +151,32 @@ public final class PersistentStoreCoordinator: Sendable, CustomStringConvertible
             rowCacheCount: rowCache.count)
     }
 
-    // MARK: - Automatic merging
+    // MARK: - Saves, to subscribers
 
-    func addAutomaticMerging(_ context: ManagedObjectContext) {
-        automaticMergers.withLock { $0[ObjectIdentifier(context)] = WeakContext(context) }
+    /// A subscription to the saves written to this coordinator's stores; cancelled when dropped.
+    final class SaveSubscription: Sendable {
+        private let number: Int
+        private weak let coordinator: PersistentStoreCoordinator?
+        fileprivate init(number: Int, coordinator: PersistentStoreCoordinator) {
+            self.number = number
+            self.coordinator = coordinator
+        }
+        deinit { _ = coordinator?.saveSubscribers.withLock { $0.removeValue(forKey: number) } }
     }
 
-    func removeAutomaticMerging(_ context: ManagedObjectContext) {
-        _ = automaticMergers.withLock { $0.removeValue(forKey: ObjectIdentifier(context)) }
+    /// Calls `handler` with every save a context writes to this coordinator's stores (and the
+    /// identity of the context that saved), on the saving context's queue, until the subscription
+    /// is dropped.
+    func subscribeToSaves(_ handler: @escaping @Sendable (ManagedObjectContext.SaveChanges, ObjectIdentifier) -> Void) -> SaveSubscription {
+        let number = subscriptionCounter.add(1, ordering: .relaxed).newValue
+        saveSubscribers.withLock { $0[number] = handler }
+        return SaveSubscription(number: number, coordinator: self)
     }
 
-    /// Sends a root context's save to the other root contexts that merge automatically, each on its
-    /// own queue.
-    func broadcast(_ changes: ManagedObjectContext.SaveChanges, from source: ManagedObjectContext) {
-        guard source.parent == nil else { return }
-        let targets = automaticMergers.withLock { mergers -> [ManagedObjectContext] in
-            mergers = mergers.filter { $0.value.context != nil }
-            return mergers.values.compactMap(\.context)
-        }
-        for context in targets where context !== source && context.parent == nil {
-            context.perform { context.mergeChanges(changes) }
-        }
+    /// Hands a save written to the stores to the subscribers.
+    func didSave(_ changes: ManagedObjectContext.SaveChanges, from source: ManagedObjectContext) {
+        let handlers = saveSubscribers.withLock { Array($0.values) }
+        for handler in handlers { handler(changes, ObjectIdentifier(source)) }
     }
 
     // MARK: - Locking
