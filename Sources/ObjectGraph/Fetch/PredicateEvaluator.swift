@@ -6,6 +6,8 @@ import Foundation
 /// - `x == nil` is true iff `x` is nil; `x != v` is true when `x` is nil; `<`, `<=`, `>`, `>=`,
 ///   `BETWEEN` and the string operators are false when either side is nil.
 /// - Numbers (integers, doubles, decimals, booleans, dates) compare numerically with each other;
+///   NaN is equal to nothing (itself included) and ordered with nothing, as in IEEE arithmetic
+///   (SQLite binds it as NULL, so SQL generation never binds it: see ``SQLPredicateCompiler``);
 ///   strings by Unicode code point, folded first for `[c]` and `[d]`; values of unrelated kinds
 ///   are never equal and never ordered.
 /// - String operators work on Unicode scalars; `%` and `_` are ordinary characters; `LIKE` knows
@@ -243,7 +245,8 @@ enum PredicateEvaluator {
     }
 
     static func isEqual(_ x: Value, _ y: Value, options: PredicateComparison.Options) -> Bool {
-        Value.predicateEquals(x, y, caseInsensitive: options.isCaseInsensitive, diacriticInsensitive: options.isDiacriticInsensitive)
+        if x.isNaNNumber || y.isNaNNumber { return false }
+        return Value.predicateEquals(x, y, caseInsensitive: options.isCaseInsensitive, diacriticInsensitive: options.isDiacriticInsensitive)
     }
 
     /// Membership: `x` is not nil and equals one of `values`.
@@ -253,7 +256,7 @@ enum PredicateEvaluator {
 
     /// `<`, `<=`, `>`, `>=`: false when either side is nil, an object ID, or the two cannot be ordered.
     static func isOrdered(_ x: Value, _ op: PredicateComparison.Operator, _ y: Value, options: PredicateComparison.Options) -> Bool {
-        if x.isNull || y.isNull || x.isObjectID || y.isObjectID { return false }
+        if x.isNull || y.isNull || x.isObjectID || y.isObjectID || x.isNaNNumber || y.isNaNNumber { return false }
         guard let order = Value.compare(
             x, y, caseInsensitive: options.isCaseInsensitive, diacriticInsensitive: options.isDiacriticInsensitive)
         else { return false }
