@@ -26,6 +26,10 @@ import Foundation
 /// Making a predicate never fails: a malformed format is recorded, ``validate()`` throws it, and
 /// so does every fetch that uses the predicate. Use ``parse(format:_:)`` to fail at once.
 /// Key names are checked when the predicate is used against an entity.
+///
+/// A predicate nests at most ``PredicateLimits/maximumDepth`` (24) levels deep and compares with
+/// at most 32,766 values outside long lists, whatever made it, so that no predicate can exhaust a
+/// thread's stack and every store answers it (see "Limits" in the Fetching article).
 public final class FetchPredicate: Sendable, Hashable, CustomStringConvertible {
     /// The parsed predicate (`FALSEPREDICATE` when the format was malformed).
     let node: PredicateNode
@@ -33,17 +37,37 @@ public final class FetchPredicate: Sendable, Hashable, CustomStringConvertible {
     let syntaxError: ObjectGraphError?
     /// The format as given, kept to describe a malformed predicate.
     private let malformedFormat: String?
+    /// The node's ``PredicateNode/depth`` and ``PredicateNode/boundValueBound``, so compounds need
+    /// not measure their subpredicates again.
+    private let depth: Int
+    private let boundValues: Int
 
+    /// A predicate for a tree made in code (a `#Predicate` translation, a constant): a tree too
+    /// deep or too large is recorded as an ``ObjectGraphError/invalidFetchRequest`` error.
     init(node: PredicateNode) {
-        self.node = node
-        self.syntaxError = nil
+        let checked = PredicateLimits.checked(node)
+        self.node = checked.error == nil ? checked.node : .constant(false)
+        self.syntaxError = checked.error
         self.malformedFormat = nil
+        self.depth = checked.error == nil ? checked.depth : 1
+        self.boundValues = checked.error == nil ? checked.boundValues : 0
     }
 
     init(node: PredicateNode, syntaxError: ObjectGraphError?, malformedFormat: String?) {
         self.node = node
         self.syntaxError = syntaxError
         self.malformedFormat = malformedFormat
+        self.depth = 1
+        self.boundValues = 0
+    }
+
+    /// A well-formed predicate whose tree is known to be within the limits.
+    private init(checkedNode node: PredicateNode, depth: Int, boundValues: Int) {
+        self.node = node
+        self.syntaxError = nil
+        self.malformedFormat = nil
+        self.depth = depth
+        self.boundValues = boundValues
     }
 
     /// Creates a predicate from a format string and its arguments.
@@ -67,14 +91,21 @@ public final class FetchPredicate: Sendable, Hashable, CustomStringConvertible {
     public init(format: String, argumentArray arguments: [Any]) {
         let converted = arguments.map(PredicateArgument.init)
         do {
-            node = try PredicateParser.parse(format, arguments: converted)
+            let parsed = try PredicateParser.parse(format, arguments: converted)
+            let count = parsed.boundValueBound
+            if count > PredicateLimits.maximumBoundValues { throw PredicateLimits.tooManyBoundValues(count) }
+            node = parsed
             syntaxError = nil
             malformedFormat = nil
+            depth = parsed.depth
+            boundValues = count
         } catch {
             node = .constant(false)
             syntaxError = error as? ObjectGraphError
                 ?? ObjectGraphError(.predicateSyntax, "\(error) in \(PredicateLexicon.quote(format))")
             malformedFormat = format
+            depth = 1
+            boundValues = 0
         }
     }
 
@@ -127,16 +158,37 @@ public final class FetchPredicate: Sendable, Hashable, CustomStringConvertible {
     /// FetchPredicate.not(FetchPredicate(format: "title BEGINSWITH 'draft'"))
     /// ```
     public static func not(_ predicate: FetchPredicate) -> FetchPredicate {
-        FetchPredicate(
-            node: .not(predicate.node), syntaxError: predicate.syntaxError,
-            malformedFormat: predicate.malformedFormat.map { "NOT (\($0))" })
+        if predicate.syntaxError != nil {
+            return FetchPredicate(
+                node: .constant(false), syntaxError: predicate.syntaxError,
+                malformedFormat: predicate.malformedFormat.map { "NOT (\($0))" })
+        }
+        if predicate.depth < PredicateLimits.maximumDepth {
+            return FetchPredicate(checkedNode: .not(predicate.node), depth: predicate.depth + 1, boundValues: predicate.boundValues)
+        }
+        return FetchPredicate(node: .not(predicate.node))
     }
 
+    /// A compound of well-formed predicates, measured from its subpredicates' depths; only a
+    /// compound that would be too deep is measured (and flattened) again.
     private static func compound(_ predicates: [FetchPredicate], _ make: ([PredicateNode]) -> PredicateNode) -> FetchPredicate {
         if let bad = predicates.first(where: { $0.syntaxError != nil }) {
             return FetchPredicate(node: .constant(false), syntaxError: bad.syntaxError, malformedFormat: bad.malformedFormat)
         }
-        return FetchPredicate(node: make(predicates.map(\.node)))
+        let nodes = predicates.map(\.node)
+        let node = make(nodes)
+        let depth = predicates.count == 1 ? predicates[0].depth : 1 + (predicates.lazy.map(\.depth).max() ?? 0)
+        var boundValues = predicates.reduce(0) { $0 + $1.boundValues }
+        if case .or = node {
+            // The `key == value` subpredicates SQL joins into lists (each of them binds one value).
+            for case .group(let group) in SQLEqualityGroups.split(nodes) {
+                boundValues += PredicateExpression.listBound(group.values.count) - group.values.count
+            }
+        }
+        if depth <= PredicateLimits.maximumDepth, boundValues <= PredicateLimits.maximumBoundValues {
+            return FetchPredicate(checkedNode: node, depth: depth, boundValues: boundValues)
+        }
+        return FetchPredicate(node: node)
     }
 
     /// The predicate as a format string, with its arguments written as literals; parsing it gives
@@ -157,7 +209,10 @@ public final class FetchPredicate: Sendable, Hashable, CustomStringConvertible {
     /// try FetchPredicate(format: "rank >").validate()   // throws
     /// ```
     ///
-    /// - Throws: ``ObjectGraphError/predicateSyntax``, whose `position` is the offset of the mistake.
+    /// - Throws: ``ObjectGraphError/predicateSyntax``, whose `position` is the offset of the mistake
+    ///   (a format nested more than ``PredicateLimits/maximumDepth`` levels deep is one);
+    ///   ``ObjectGraphError/invalidFetchRequest`` for a predicate made in code that nests too deeply,
+    ///   or one that compares with more values than SQLite binds in a statement.
     public func validate() throws {
         if let syntaxError { throw syntaxError }
     }

@@ -9,7 +9,10 @@ extension PredicateArithmetic {
         case integer(Int64)
         case real(Double)
 
+        /// Nil for what is not a number, NaN included: SQLite binds NaN as NULL, so arithmetic
+        /// with it gives nil.
         init?(_ value: Value) {
+            if value.isNaNNumber { return nil }
             switch value {
             case .int(let v): self = .integer(v)
             case .bool(let v): self = .integer(v ? 1 : 0)
@@ -86,7 +89,7 @@ extension PredicateArithmetic {
 
     /// Throws unless `value` is nil or a number.
     static func checkOperand(_ value: Value) throws {
-        if value.isNull || Number(value) != nil { return }
+        if value.isNull || value.isNaNNumber || Number(value) != nil { return }
         throw notANumber("the value \(value.predicateLiteral)")
     }
 

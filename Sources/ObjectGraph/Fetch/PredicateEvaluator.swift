@@ -6,6 +6,8 @@ import Foundation
 /// - `x == nil` is true iff `x` is nil; `x != v` is true when `x` is nil; `<`, `<=`, `>`, `>=`,
 ///   `BETWEEN` and the string operators are false when either side is nil.
 /// - Numbers (integers, doubles, decimals, booleans, dates) compare numerically with each other;
+///   NaN is equal to nothing (itself included) and ordered with nothing, as in IEEE arithmetic
+///   (SQLite binds it as NULL, so SQL generation never binds it: see ``SQLPredicateCompiler``);
 ///   strings by Unicode code point, folded first for `[c]` and `[d]`; values of unrelated kinds
 ///   are never equal and never ordered.
 /// - String operators work on Unicode scalars; `%` and `_` are ordinary characters; `LIKE` knows
@@ -243,7 +245,9 @@ enum PredicateEvaluator {
     }
 
     static func isEqual(_ x: Value, _ y: Value, options: PredicateComparison.Options) -> Bool {
-        Value.predicateEquals(x, y, caseInsensitive: options.isCaseInsensitive, diacriticInsensitive: options.isDiacriticInsensitive)
+        if x.isNaNNumber || y.isNaNNumber { return false }
+        if let order = exactMixedOrder(x, y) { return order == .orderedSame }
+        return Value.predicateEquals(x, y, caseInsensitive: options.isCaseInsensitive, diacriticInsensitive: options.isDiacriticInsensitive)
     }
 
     /// Membership: `x` is not nil and equals one of `values`.
@@ -253,8 +257,8 @@ enum PredicateEvaluator {
 
     /// `<`, `<=`, `>`, `>=`: false when either side is nil, an object ID, or the two cannot be ordered.
     static func isOrdered(_ x: Value, _ op: PredicateComparison.Operator, _ y: Value, options: PredicateComparison.Options) -> Bool {
-        if x.isNull || y.isNull || x.isObjectID || y.isObjectID { return false }
-        guard let order = Value.compare(
+        if x.isNull || y.isNull || x.isObjectID || y.isObjectID || x.isNaNNumber || y.isNaNNumber { return false }
+        guard let order = exactMixedOrder(x, y) ?? Value.compare(
             x, y, caseInsensitive: options.isCaseInsensitive, diacriticInsensitive: options.isDiacriticInsensitive)
         else { return false }
         switch op {
@@ -264,6 +268,46 @@ enum PredicateEvaluator {
         case .greaterThanOrEqualTo: return order != .orderedAscending
         default: return false
         }
+    }
+}
+
+extension PredicateEvaluator {
+    /// The order of an integer and a real (a double, decimal or date), exact as SQLite's: the
+    /// integer is not rounded to a double first (9223372036854775807 < 9223372036854775808.0).
+    /// Nil unless one side is an integer (or boolean) and the other a real.
+    static func exactMixedOrder(_ x: Value, _ y: Value) -> ComparisonResult? {
+        func integer(_ v: Value) -> Int64? {
+            switch v {
+            case .int(let i): i
+            case .bool(let b): b ? 1 : 0
+            default: nil
+            }
+        }
+        func real(_ v: Value) -> Double? {
+            switch v {
+            case .double, .decimal, .date: v.numericValue
+            default: nil
+            }
+        }
+        if let i = integer(x), let d = real(y) { return order(i, d) }
+        if let d = real(x), let i = integer(y) {
+            switch order(i, d) {
+            case .orderedAscending: return .orderedDescending
+            case .orderedDescending: return .orderedAscending
+            case let same: return same
+            }
+        }
+        return nil
+    }
+
+    private static func order(_ i: Int64, _ d: Double) -> ComparisonResult? {
+        if d.isNaN { return nil }
+        if d >= 9.223372036854775808e18 { return .orderedAscending }
+        if d < -9.223372036854775808e18 { return .orderedDescending }
+        let whole = d.rounded(.towardZero)
+        let w = Int64(whole)
+        if i != w { return i < w ? .orderedAscending : .orderedDescending }
+        return d > whole ? .orderedAscending : d < whole ? .orderedDescending : .orderedSame
     }
 }
 

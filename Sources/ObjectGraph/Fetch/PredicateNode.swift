@@ -162,29 +162,28 @@ struct PredicateSubquery: Sendable, Hashable {
 extension PredicateNode {
     /// The node as a format string that parses back to an equal node (except object IDs, which
     /// have no literal form).
-    var format: String { format(precedence: 0) }
+    var format: String { format(nested: false) }
 
-    /// Precedence: 0 = OR, 1 = AND, 2 = NOT and comparisons.
-    private func format(precedence: Int) -> String {
+    /// Core Data's rendering: a compound (`AND`, `OR`, `NOT`) inside another compound is
+    /// parenthesized, as `NSCompoundPredicate` prints it: `(a == 1 AND b == 2) OR NOT (c == 3 OR d == 4)`.
+    private func format(nested: Bool) -> String {
         switch self {
         case .constant(let value):
             return value ? "TRUEPREDICATE" : "FALSEPREDICATE"
         case .not(let node):
-            return "NOT " + node.format(precedence: 2)
-        case .and(let nodes):
-            if nodes.isEmpty { return "TRUEPREDICATE" }
-            if nodes.count == 1 { return nodes[0].format(precedence: precedence) }
-            let text = nodes.map { $0.format(precedence: 1) }.joined(separator: " AND ")
-            return precedence > 1 ? "(" + text + ")" : text
-        case .or(let nodes):
-            if nodes.isEmpty { return "FALSEPREDICATE" }
-            if nodes.count == 1 { return nodes[0].format(precedence: precedence) }
-            let text = nodes.map { $0.format(precedence: 0) }.joined(separator: " OR ")
-            return precedence > 0 ? "(" + text + ")" : text
+            let text = "NOT " + node.format(nested: true)
+            return nested ? "(" + text + ")" : text
+        case .and(let nodes), .or(let nodes):
+            if nodes.isEmpty { return isAnd ? "TRUEPREDICATE" : "FALSEPREDICATE" }
+            if nodes.count == 1 { return nodes[0].format(nested: nested) }
+            let text = nodes.map { $0.format(nested: true) }.joined(separator: isAnd ? " AND " : " OR ")
+            return nested ? "(" + text + ")" : text
         case .comparison(let comparison):
             return comparison.format
         }
     }
+
+    private var isAnd: Bool { if case .and = self { true } else { false } }
 }
 
 extension PredicateComparison {

@@ -11,6 +11,11 @@ import Foundation
 /// `modulus:by:(a, b)`, `SUBQUERY(collection, $variable, predicate).@count`, and inside a
 /// subquery `$variable.key`. Reserved words are case-insensitive. Errors are ``ObjectGraphError/predicateSyntax`` with the offset (in
 /// characters) of the mistake.
+///
+/// Parsing takes time linear in the length of the format, and refuses formats that nest deeper
+/// than ``PredicateLimits/maximumDepth`` (measured as ``PredicateNode/depth`` measures trees) or
+/// with more than ``PredicateLimits/maximumNesting`` parentheses in one another, so that neither it nor anything that walks the tree it gives can
+/// exhaust a thread's stack.
 struct PredicateParser {
     private var scanner: PredicateScanner
     private let arguments: [PredicateArgument]
@@ -20,6 +25,11 @@ struct PredicateParser {
     private var lookahead: PredicateToken?
     /// The last token consumed, for messages ("expected a value after '>'").
     private var previous: PredicateToken?
+    /// How many parentheses, `NOT`s, signs, lists and function calls enclose the token being read.
+    private var nesting = 0
+    /// For each `(` (by offset) that the parser has looked past: whether an operator follows its
+    /// `)`, which makes it an expression's parenthesis rather than a predicate's.
+    private var parenthesisOpensExpression: [Int: Bool] = [:]
 
     /// Parses `format`, substituting `arguments` for its specifiers.
     ///
@@ -37,7 +47,7 @@ struct PredicateParser {
     private mutating func parseFormat() throws -> PredicateNode {
         let first = try peek()
         if first.kind == .end { throw error("expected a predicate", at: first.position) }
-        let node = try parseOr()
+        let (node, _) = try parseOr()
         let token = try peek()
         if token.kind != .end {
             if token.isSymbol(")") { throw error("unmatched ')'", at: token.position) }
@@ -46,37 +56,60 @@ struct PredicateParser {
         return node
     }
 
-    private mutating func parseOr() throws -> PredicateNode {
-        var nodes = [try parseAnd()]
+    // Each parse function returns what it read and its depth (``PredicateNode/depth``).
+
+    private mutating func parseOr() throws -> (PredicateNode, depth: Int) {
+        let (first, firstDepth) = try parseAnd()
+        var nodes = [first], depth = firstDepth
+        var firstOperator: PredicateToken?
         while try peek().isWord("OR") || peek().isSymbol("||") {
+            firstOperator = try firstOperator ?? peek()
             advance()
-            nodes.append(try parseAnd())
+            let (node, nodeDepth) = try parseAnd()
+            nodes.append(node)
+            depth = max(depth, nodeDepth)
         }
-        return nodes.count == 1 ? nodes[0] : .or(nodes)
+        guard let firstOperator else { return (first, depth) }
+        try checkDepth(depth + 1, at: firstOperator)
+        return (.or(nodes), depth + 1)
     }
 
-    private mutating func parseAnd() throws -> PredicateNode {
-        var nodes = [try parseNot()]
+    private mutating func parseAnd() throws -> (PredicateNode, depth: Int) {
+        let (first, firstDepth) = try parseNot()
+        var nodes = [first], depth = firstDepth
+        var firstOperator: PredicateToken?
         while try peek().isWord("AND") || peek().isSymbol("&&") {
+            firstOperator = try firstOperator ?? peek()
             advance()
-            nodes.append(try parseNot())
+            let (node, nodeDepth) = try parseNot()
+            nodes.append(node)
+            depth = max(depth, nodeDepth)
         }
-        return nodes.count == 1 ? nodes[0] : .and(nodes)
+        guard let firstOperator else { return (first, depth) }
+        try checkDepth(depth + 1, at: firstOperator)
+        return (.and(nodes), depth + 1)
     }
 
-    private mutating func parseNot() throws -> PredicateNode {
-        if try peek().isWord("NOT") || peek().isSymbol("!") {
+    private mutating func parseNot() throws -> (PredicateNode, depth: Int) {
+        let token = try peek()
+        if token.isWord("NOT") || token.isSymbol("!") {
             advance()
-            return .not(try parseNot())
+            try enter(token)
+            defer { nesting -= 1 }
+            let (node, depth) = try parseNot()
+            try checkDepth(depth + 1, at: token)
+            return (.not(node), depth + 1)
         }
         return try parsePrimary()
     }
 
-    private mutating func parsePrimary() throws -> PredicateNode {
+    private mutating func parsePrimary() throws -> (PredicateNode, depth: Int) {
         let token = try peek()
         if token.kind == .end || token.isSymbol(")") { throw expected("a predicate", found: token) }
-        if token.isSymbol("("), try !opensExpression() {
+        if token.isSymbol("("), try !opensExpression(token) {
             advance()
+            try enter(token)
+            defer { nesting -= 1 }
             let node = try parseOr()
             let close = try peek()
             guard close.isSymbol(")") else {
@@ -88,26 +121,44 @@ struct PredicateParser {
         }
         if token.isWord("TRUEPREDICATE") || token.isWord("FALSEPREDICATE") {
             advance()
-            return .constant(token.isWord("TRUEPREDICATE"))
+            return (.constant(token.isWord("TRUEPREDICATE")), 1)
         }
-        return .comparison(try parseComparison())
+        let (comparison, depth) = try parseComparison()
+        return (.comparison(comparison), depth)
     }
 
     /// Whether the `(` ahead opens an expression (`(rank + 1) * 2 > 6`) rather than a predicate:
     /// whether an arithmetic or comparison operator follows its `)`.
-    private func opensExpression() throws -> Bool {
-        var scanner = self.scanner
-        var depth = 1  // the lookahead is the `(`
-        while depth > 0 {
+    ///
+    /// Looking ahead to the `)` also decides every `(` met on the way, and the answers are kept,
+    /// so no token is looked at twice and parsing stays linear in the length of the format.
+    private mutating func opensExpression(_ open: PredicateToken) throws -> Bool {
+        if let known = parenthesisOpensExpression[open.position] { return known }
+        var scanner = self.scanner  // after the lookahead, which is the `(`
+        var unclosed = [open.position]
+        var justClosed: Int?  // the `(` whose `)` is the last token read
+        while true {
             let token = try scanner.scan()
-            if token.kind == .end { return false }
-            if token.isSymbol("(") { depth += 1 } else if token.isSymbol(")") { depth -= 1 }
+            if let closed = justClosed {
+                parenthesisOpensExpression[closed] =
+                    Self.comparisonOperator(token) != nil || ["+", "-", "*", "/"].contains { token.isSymbol($0) }
+                justClosed = nil
+                if unclosed.isEmpty { break }
+            }
+            if token.kind == .end {
+                for position in unclosed { parenthesisOpensExpression[position] = false }
+                break
+            }
+            if token.isSymbol("(") {
+                unclosed.append(token.position)
+            } else if token.isSymbol(")") {
+                justClosed = unclosed.removeLast()
+            }
         }
-        let next = try scanner.scan()
-        return Self.comparisonOperator(next) != nil || ["+", "-", "*", "/"].contains { next.isSymbol($0) }
+        return parenthesisOpensExpression[open.position] ?? false
     }
 
-    private mutating func parseComparison() throws -> PredicateComparison {
+    private mutating func parseComparison() throws -> (PredicateComparison, depth: Int) {
         var modifier = PredicateComparison.Modifier.direct
         let first = try peek()
         if first.isWord("ANY") || first.isWord("SOME") {
@@ -118,7 +169,7 @@ struct PredicateParser {
             modifier = .none
         }
         if modifier != .direct { advance() }
-        let lhs = try parseExpression()
+        let (lhs, lhsDepth) = try parseExpression()
         let opToken = try peek()
         guard let op = Self.comparisonOperator(opToken) else {
             throw expected("an operator", found: opToken)
@@ -126,13 +177,15 @@ struct PredicateParser {
         advance()
         let options = try parseOptions()
         let rhsToken = try peek()
-        let rhs = try parseExpression()
+        let (rhs, rhsDepth) = try parseExpression()
         if op == .between {
             guard case .list(let bounds) = rhs, bounds.count == 2 else {
                 throw error("BETWEEN needs a list of two values, such as {1, 5}", at: rhsToken.position)
             }
         }
-        return PredicateComparison(modifier: modifier, lhs: lhs, op: op, options: options, rhs: rhs)
+        let depth = 1 + max(lhsDepth, rhsDepth)
+        try checkDepth(depth, at: first)
+        return (PredicateComparison(modifier: modifier, lhs: lhs, op: op, options: options, rhs: rhs), depth)
     }
 
     private static func comparisonOperator(_ token: PredicateToken) -> PredicateComparison.Operator? {
@@ -189,29 +242,33 @@ struct PredicateParser {
     // MARK: Expressions
 
     /// A sum: products joined by `+` and `-`, left to right.
-    private mutating func parseExpression() throws -> PredicateExpression {
+    private mutating func parseExpression() throws -> (PredicateExpression, depth: Int) {
         try parseLeftAssociative([("+", .add), ("-", .subtract)]) { try $0.parseProduct() }
     }
 
     /// A product: signed operands joined by `*` and `/`, left to right.
-    private mutating func parseProduct() throws -> PredicateExpression {
+    private mutating func parseProduct() throws -> (PredicateExpression, depth: Int) {
         try parseLeftAssociative([("*", .multiply), ("/", .divide)]) { try $0.parseSigned() }
     }
 
     /// Operands joined by any of `operators`, grouped from the left (`a - b - c` is `(a - b) - c`).
     private mutating func parseLeftAssociative(
-        _ operators: [(symbol: String, op: PredicateArithmetic)], operand: (inout Self) throws -> PredicateExpression
-    ) throws -> PredicateExpression {
-        var expression = try operand(&self)
+        _ operators: [(symbol: String, op: PredicateArithmetic)], operand: (inout Self) throws -> (PredicateExpression, depth: Int)
+    ) throws -> (PredicateExpression, depth: Int) {
+        var (expression, depth) = try operand(&self)
         while let op = try operators.first(where: { try peek().isSymbol($0.symbol) })?.op {
+            let token = try peek()
             advance()
-            expression = .arithmetic(op, expression, try operand(&self))
+            let (rhs, rhsDepth) = try operand(&self)
+            depth = 1 + max(depth, rhsDepth)
+            try checkDepth(depth, at: token)
+            expression = .arithmetic(op, expression, rhs)
         }
-        return expression
+        return (expression, depth)
     }
 
     /// An operand with optional signs: `-3` is a negative literal, `-rank` is `0 - rank`.
-    private mutating func parseSigned() throws -> PredicateExpression {
+    private mutating func parseSigned() throws -> (PredicateExpression, depth: Int) {
         let token = try peek()
         guard token.isSymbol("-") || token.isSymbol("+") else { return try parseOperand() }
         advance()
@@ -219,16 +276,43 @@ struct PredicateParser {
         let operandToken = try peek()
         if operandToken.kind == .number {
             advance()
-            return .constant(try number(operandToken, negative: isNegative))
+            return (.constant(try number(operandToken, negative: isNegative)), 0)
         }
-        let operand = try parseSigned()
-        return isNegative ? .arithmetic(.subtract, .constant(.int(0)), operand) : operand
+        try enter(token)
+        defer { nesting -= 1 }
+        let (operand, depth) = try parseSigned()
+        guard isNegative else { return (operand, depth) }
+        try checkDepth(depth + 1, at: token)
+        return (.arithmetic(.subtract, .constant(.int(0)), operand), depth + 1)
     }
 
-    private mutating func parseOperand() throws -> PredicateExpression {
+    /// An operand. The constructs that nest (parentheses, lists, calls, CAST, SUBQUERY) are read
+    /// here, in a small frame, and values and key paths by ``parseValue()``, so that deep nesting
+    /// costs little stack per level.
+    private mutating func parseOperand() throws -> (PredicateExpression, depth: Int) {
+        let token = try peek()
+        let nests = token.kind == .function || token.isSymbol("{") || token.isSymbol("(")
+            || token.isWord("CAST") || token.isWord("SUBQUERY")
+        guard nests else { return (try parseValue(), 0) }
+        advance()
+        // Weighed by the stack each takes to read (a debug build's frames are large).
+        let weight = token.kind == .function ? 2 : token.isSymbol("(") ? 1 : 4
+        try enter(token, weight: weight)
+        defer { nesting -= weight }
+        if token.kind == .function { return try parseFunction(token) }
+        if token.isWord("CAST") { return (.constant(try parseCast(token)), 0) }
+        if token.isWord("SUBQUERY") { return try parseSubquery(token) }
+        if token.isSymbol("{") { return (.list(try parseList(open: token)), 0) }
+        let expression = try parseExpression()
+        try consume(")", expecting: "')' to close the '(' at offset \(token.position)")
+        return expression
+    }
+
+    /// A constant, an argument, a key path or a variable's key path.
+    private mutating func parseValue() throws -> PredicateExpression {
         let token = try peek()
         switch token.kind {
-        case .end:
+        case .end, .aggregate, .symbol, .function:
             throw expected("a value", found: token)
         case .string:
             advance()
@@ -247,11 +331,6 @@ struct PredicateParser {
             }
             advance()
             return .variable(token.text, try parseKeyPathTail([]))
-        case .function:
-            advance()
-            return try parseFunction(token)
-        case .aggregate:
-            throw expected("a value", found: token)
         case .escapedWord:
             advance()
             return .keyPath(try parseKeyPathTail([token.text]))
@@ -269,12 +348,6 @@ struct PredicateParser {
             case "SELF":
                 advance()
                 return .keyPath(try parseKeyPathTail([]))
-            case "CAST":
-                advance()
-                return .constant(try parseCast(token))
-            case "SUBQUERY":
-                advance()
-                return try parseSubquery(token)
             case let word where PredicateLexicon.reservedWords.contains(word):
                 throw error(
                     "expected a value" + (previous.map { " after \($0.quoted)" } ?? "")
@@ -284,18 +357,6 @@ struct PredicateParser {
                 advance()
                 return .keyPath(try parseKeyPathTail([token.text]))
             }
-        case .symbol:
-            if token.isSymbol("{") {
-                advance()
-                return .list(try parseList(open: token))
-            }
-            if token.isSymbol("(") {
-                advance()
-                let expression = try parseExpression()
-                try consume(")", expecting: "')' to close the '(' at offset \(token.position)")
-                return expression
-            }
-            throw expected("a value", found: token)
         }
     }
 
@@ -329,7 +390,7 @@ struct PredicateParser {
         }
         while true {
             let token = try peek()
-            switch try parseExpression() {
+            switch try parseExpression().0 {
             case .constant(let value): values.append(value)
             case .list: throw error("a list may not contain a list", at: token.position)
             case .keyPath, .variable, .arithmetic, .subqueryCount:
@@ -357,23 +418,25 @@ struct PredicateParser {
     }
 
     /// `modulus:by:(a, b)`, the one function of the format language ObjectGraph evaluates.
-    private mutating func parseFunction(_ function: PredicateToken) throws -> PredicateExpression {
+    private mutating func parseFunction(_ function: PredicateToken) throws -> (PredicateExpression, depth: Int) {
         guard function.text == "modulus:by:" else {
             throw error("unsupported function '\(function.text)' (modulus:by: is supported)", at: function.position)
         }
         try consume("(", expecting: "'(' after '\(function.text)'")
-        let dividend = try parseExpression()
+        let (dividend, dividendDepth) = try parseExpression()
         try consume(",", expecting: "','")
-        let divisor = try parseExpression()
+        let (divisor, divisorDepth) = try parseExpression()
         try consume(")", expecting: "')' to close '\(function.text)('")
-        return .arithmetic(.remainder, dividend, divisor)
+        let depth = 1 + max(dividendDepth, divisorDepth)
+        try checkDepth(depth, at: function)
+        return (.arithmetic(.remainder, dividend, divisor), depth)
     }
 
     /// `SUBQUERY(collection, $variable, predicate).@count`.
-    private mutating func parseSubquery(_ keyword: PredicateToken) throws -> PredicateExpression {
+    private mutating func parseSubquery(_ keyword: PredicateToken) throws -> (PredicateExpression, depth: Int) {
         try consume("(", expecting: "'(' after SUBQUERY")
         let collectionToken = try peek()
-        let collection = try parseOperand()
+        let (collection, _) = try parseOperand()
         switch collection {
         case .keyPath(let components), .variable(_, let components):
             guard components.last != "@count" else {
@@ -388,7 +451,7 @@ struct PredicateParser {
         advance()
         try consume(",", expecting: "','")
         variables.append(variable.text)
-        let predicate = try parseOr()
+        let (predicate, predicateDepth) = try parseOr()
         variables.removeLast()
         try consume(")", expecting: "')' to close 'SUBQUERY('")
         let dot = try peek()
@@ -401,14 +464,16 @@ struct PredicateParser {
             throw error("a SUBQUERY must be followed by '.@count' (ObjectGraph counts subquery results)", at: count.position)
         }
         advance()
-        return .subqueryCount(PredicateSubquery(collection: collection, variable: variable.text, predicate: predicate))
+        let depth = PredicateLimits.subqueryDepth + predicateDepth
+        try checkDepth(depth, at: keyword)
+        return (.subqueryCount(PredicateSubquery(collection: collection, variable: variable.text, predicate: predicate)), depth)
     }
 
     /// `CAST(value, "Type")`, the form `predicateFormat` writes dates, decimals, data, UUIDs and URLs in.
     private mutating func parseCast(_ cast: PredicateToken) throws -> Value {
         try consume("(", expecting: "'(' after CAST")
         let valueToken = try peek()
-        guard case .constant(let value) = try parseExpression() else {
+        guard case .constant(let value) = try parseExpression().0 else {
             throw error("CAST takes a constant", at: valueToken.position)
         }
         try consume(",", expecting: "','")
@@ -504,6 +569,20 @@ struct PredicateParser {
         case .list(let values): .list(values)
         case .unsupported: .constant(.null)
         }
+    }
+
+    // MARK: Depth
+
+    /// Enters one more parenthesis, `NOT`, sign, list or call (`weight` levels of nesting), or
+    /// throws at `token` when the format nests deeper than the parser may go.
+    private mutating func enter(_ token: PredicateToken, weight: Int = 1) throws {
+        nesting += weight
+        if nesting > PredicateLimits.maximumNesting { throw error(PredicateLimits.tooNested, at: token.position) }
+    }
+
+    /// Throws at `token` when what it begins is deeper than ``PredicateLimits/maximumDepth``.
+    private func checkDepth(_ depth: Int, at token: PredicateToken) throws {
+        if depth > PredicateLimits.maximumDepth { throw error(PredicateLimits.tooDeep(depth), at: token.position) }
     }
 
     // MARK: Errors

@@ -42,6 +42,7 @@ extension SQLPredicateCompiler {
     /// The value to bind for a constant compared with values of `valueClass`, or nil when they
     /// can never be equal or ordered.
     func bindable(_ value: Value, for valueClass: SQLValueClass, _ options: Options) -> Value? {
+        if value.isNaNNumber { return nil }  // NaN equals nothing and orders nowhere
         switch (valueClass, value) {
         case (.numeric, .int), (.numeric, .double): return value
         case (.numeric, .bool(let b)): return .int(b ? 1 : 0)
@@ -130,6 +131,7 @@ extension SQLPredicateCompiler {
             var seen: Set<Value> = []
             let bound = values.compactMap { $0.isNull ? nil : bindable($0, for: e.valueClass, options) }.filter { seen.insert($0).inserted }
             if bound.isEmpty { return .false }
+            if bound.count > PredicateLimits.listBindingThreshold { return SQLJSONList.membership(folded(e, options), e.valueClass, bound) }
             let placeholders = SQLFragment.joined(bound.map { "\(bind: $0)" }, separator: ", ")
             return "\(folded(e, options)) IN (\(placeholders))"
         default:

@@ -118,17 +118,50 @@ final class SQLPredicateCompiler {
         case .constant(let value):
             return .constant(value)
         case .not(let node):
-            // NULL (unknown) is false in memory: make it 0 before negating.
-            return "NOT IFNULL((\(try condition(node))), 0)"
+            // Conditions are 1, 0 or NULL (unknown, which is false in memory): true unless 1.
+            // (`NOT IFNULL(…, 0)` would say the same with more of SQLite's parser stack.)
+            return "(\(try condition(node))) IS NOT 1"
         case .and(let nodes):
             if nodes.isEmpty { return .true }
-            return .joined(try nodes.map { "(\(try condition($0)))" }, separator: " AND ")
+            return Self.chain(try nodes.map { try condition($0) }, separator: " AND ")
         case .or(let nodes):
             if nodes.isEmpty { return .false }
-            return .joined(try nodes.map { "(\(try condition($0)))" }, separator: " OR ")
+            var parts: [SQLFragment] = []
+            for part in SQLEqualityGroups.split(nodes) {
+                switch part {
+                case .group(let group): parts += try memberships(group)
+                case .single(let node): parts.append(try condition(node))
+                }
+            }
+            return Self.chain(parts, separator: " OR ")
         case .comparison(let comparison):
             return try self.comparison(comparison)
         }
+    }
+
+    /// How many conditions ``chain(_:separator:)`` joins in one run: SQLite makes a run of `AND`s
+    /// an expression as deep as it is long (at most 1000 deep).
+    private static let chainLength = 16
+
+    /// The parenthesized conditions joined by `separator` (`AND` or `OR`), in runs of at most
+    /// ``chainLength``, themselves joined in runs, so that any number of conditions stays shallow.
+    static func chain(_ parts: [SQLFragment], separator: String) -> SQLFragment {
+        var parts = parts.map { part in "(\(part))" as SQLFragment }
+        while parts.count > chainLength {
+            parts = stride(from: 0, to: parts.count, by: chainLength).map { start in
+                let run = SQLFragment.joined(Array(parts[start..<min(start + chainLength, parts.count)]), separator: separator)
+                return "(\(run))"
+            }
+        }
+        return .joined(parts, separator: separator)
+    }
+
+    /// `key IN (…)` for the `key == value` comparisons of an `OR`, or each comparison when the key
+    /// path is not one value (the comparisons then report the misuse).
+    private func memberships(_ group: SQLEqualityGroups.Group) throws -> [SQLFragment] {
+        let lhs = try term(group.keyPath)
+        guard case .expression = lhs else { return try group.members.map { try condition($0) } }
+        return [try inList(lhs, group.values, group.options)]
     }
 
     private func comparison(_ comparison: PredicateComparison) throws -> SQLFragment {
@@ -217,7 +250,8 @@ final class SQLPredicateCompiler {
         switch term {
         case .expression(let expression): return expression.fragment
         case .constant(let value):
-            if value.isNull { return "NULL" }
+            // NaN is NULL to SQLite (it binds it so), and arithmetic with it gives nil in memory too.
+            if value.isNull || value.isNaNNumber { return "NULL" }
             guard let bound = bindable(value, for: .numeric, []) else { throw PredicateArithmetic.notANumber("the value \(value.predicateLiteral)") }
             return "\(bind: bound)"
         case .list, .toMany:
@@ -400,7 +434,7 @@ final class SQLPredicateCompiler {
         let select = "SELECT 1 FROM \(from) WHERE \(subquery.correlation) AND "
         switch modifier {
         case .any, .direct: return "EXISTS (\(raw: select)(\(condition)))"
-        case .all: return "NOT EXISTS (\(raw: select)NOT IFNULL((\(condition)), 0))"
+        case .all: return "NOT EXISTS (\(raw: select)(\(condition)) IS NOT 1)"
         case .none: return "NOT EXISTS (\(raw: select)(\(condition)))"
         }
     }

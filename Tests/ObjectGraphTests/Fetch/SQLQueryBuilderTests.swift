@@ -44,7 +44,7 @@ struct SQLQueryBuilderTests {
         #expect(builder.joins.isEmpty)
         var folders = self.builder("Folder")
         let all = try folders.whereClause(for: FetchPredicate(format: "ALL notes.rank > 1"))
-        #expect(all == #"NOT EXISTS (SELECT 1 FROM "Note" AS t1 WHERE t1."folder" = t0.Z_PK AND NOT IFNULL((t1."rank" > ?), 0))"#)
+        #expect(all == #"NOT EXISTS (SELECT 1 FROM "Note" AS t1 WHERE t1."folder" = t0.Z_PK AND (t1."rank" > ?) IS NOT 1)"#)
     }
 
     @Test func caseSensitiveBeginsWithIsAnIndexFriendlyRange() throws {
@@ -67,7 +67,27 @@ struct SQLQueryBuilderTests {
         #expect(try builder.whereClause(for: FetchPredicate(format: "title ==[d] 'a'")) == #"og_fold(t0."title", 2) = ?"#)
         #expect(try builder.whereClause(for: FetchPredicate(format: "price > 1")) == #"CAST(t0."price" AS REAL) > ?"#)
         #expect(try builder.whereClause(for: FetchPredicate(format: "title != 'a'")) == #"t0."title" IS NOT ?"#)
-        #expect(try builder.whereClause(for: FetchPredicate(format: "NOT rank > 1")) == #"NOT IFNULL((t0."rank" > ?), 0)"#)
+        #expect(try builder.whereClause(for: FetchPredicate(format: "NOT rank > 1")) == #"(t0."rank" > ?) IS NOT 1"#)
+    }
+
+    @Test func equalitiesOfOneKeyJoinedByOrBecomeOneListAndLongListsOneJSONArgument() throws {
+        var builder = builder()
+        let sql = try builder.whereClause(for: FetchPredicate(format: "rank == 1 OR title == 'a' OR 2 == rank OR rank > 5"))
+        #expect(sql == #"(t0."rank" IN (?, ?)) OR (t0."title" = ?) OR (t0."rank" > ?)"#)
+        #expect(builder.arguments == [.int(1), .int(2), .string("a"), .int(5)])
+        var long = self.builder()
+        let list = try long.whereClause(for: FetchPredicate(format: "rank IN %@", Array(0..<1000)))
+        #expect(list == #"t0."rank" IN (SELECT value FROM json_each(?))"#)
+        #expect(long.arguments == [.string("[" + (0..<1000).map(String.init).joined(separator: ",") + "]")])
+    }
+
+    @Test func longAndChainsAreGroupedSoSQLiteKeepsThemShallow() throws {
+        var builder = builder()
+        let format = (0..<40).map { "rank != \($0)" }.joined(separator: " AND ")
+        let sql = try builder.whereClause(for: FetchPredicate(format: format))
+        #expect(sql.hasPrefix(#"((t0."rank" IS NOT ?) AND (t0."rank" IS NOT ?)"#))
+        #expect(sql.components(separatedBy: ") AND ((").count == 3)  // three runs of at most 16
+        #expect(builder.arguments.count == 40)
     }
 
     @Test func aSelectStatementRestrictsOrdersAndLimits() throws {
