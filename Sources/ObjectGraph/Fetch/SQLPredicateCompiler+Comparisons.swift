@@ -110,16 +110,24 @@ extension SQLPredicateCompiler {
             return .constant(PredicateEvaluator.isOrdered(a, op, b, options: options))
         case (.expression(let e), .constant(let c)):
             guard orderable(e.valueClass), !c.isNull, let bound = bindable(c, for: e.valueClass, options) else { return .false }
-            return "\(folded(e, options)) \(raw: symbol) \(bind: bound)"
+            return numbersOnly("\(folded(e, options)) \(raw: symbol) \(bind: bound)", e)
         case (.constant(let c), .expression(let e)):
             guard orderable(e.valueClass), !c.isNull, let bound = bindable(c, for: e.valueClass, options) else { return .false }
-            return "\(bind: bound) \(raw: symbol) \(folded(e, options))"
+            return numbersOnly("\(bind: bound) \(raw: symbol) \(folded(e, options))", e)
         case (.expression(let a), .expression(let b)):
             guard a.valueClass == b.valueClass, orderable(a.valueClass) else { return .false }
-            return "\(folded(a, options)) \(raw: symbol) \(folded(b, options))"
+            return numbersOnly(numbersOnly("\(folded(a, options)) \(raw: symbol) \(folded(b, options))", a), b)
         default:
             throw misuse()
         }
+    }
+
+    /// An ordering of a numeric expression holds only for numbers: a REAL column stores NaN as a
+    /// BLOB (SQLiteValues.swift), which SQLite orders after every number, and NaN orders nowhere.
+    /// The range on the column still uses its index.
+    private func numbersOnly(_ comparison: SQLFragment, _ expression: SQLExpression) -> SQLFragment {
+        guard expression.mayHoldNaN else { return comparison }
+        return "(\(comparison) AND typeof(\(expression.fragment)) <> 'blob')"
     }
 
     /// `x IN {…}`: nil is in no list.

@@ -31,6 +31,8 @@ enum SQLValueClass: Equatable {
 struct SQLExpression {
     var fragment: SQLFragment
     var valueClass: SQLValueClass
+    /// A REAL column (double, float, date), where a NaN is stored as a BLOB of its bits.
+    var mayHoldNaN = false
 }
 
 /// The rows a (sub)query ranges over: the alias of its entity's row and the to-one joins made from it.
@@ -330,7 +332,8 @@ final class SQLPredicateCompiler {
             }
             let column = "\(alias).\(SQLiteSchema.quote(schema.columnName(for: attribute)))"
             let sql = attribute.attributeType == .decimal ? "CAST(\(column) AS REAL)" : column
-            return SQLExpression(fragment: SQLFragment(sql: sql), valueClass: SQLValueClass(attribute.attributeType))
+            let isReal = [.double, .float, .date].contains(attribute.attributeType)
+            return SQLExpression(fragment: SQLFragment(sql: sql), valueClass: SQLValueClass(attribute.attributeType), mayHoldNaN: isReal)
         case .toOne(let relationship):
             guard let destination = relationship.destinationEntity else { preconditionFailure("unresolved relationship") }
             return SQLExpression(
