@@ -1,0 +1,104 @@
+import Dispatch
+import Foundation
+
+extension ManagedObjectContext {
+    // MARK: - Inserting and deleting
+
+    /// Chooses the store a newly inserted object is saved to, where its coordinator has several
+    /// (Core Data's `assign(_:to:)`). Without it, an object goes to the first store whose
+    /// configuration includes its entity.
+    ///
+    /// ```swift
+    /// context.assign(note, to: archive)
+    /// ```
+    ///
+    /// It is a programmer error to assign an object that is not newly inserted in this context, or
+    /// to a store of another coordinator, or whose configuration does not include its entity.
+    public func assign(_ object: ManagedObject, to store: PersistentStore) {
+        assertOnQueue("assign(_:to:)")
+        guard object.managedObjectContext === self, object.isInserted, object.objectID.isTemporaryID else {
+            fatalError("ObjectGraph: assign(_:to:) in context '\(debugName)': \(object.objectID) is not a newly inserted object of this context (only those can be assigned to a store)")
+        }
+        let coordinator = coordinator
+        guard coordinator.persistentStores.contains(where: { $0 === store }) else {
+            fatalError("ObjectGraph: assign(_:to:) in context '\(debugName)': \(store) is not a store of this context's coordinator")
+        }
+        if let configuration = store.configurationName,
+           coordinator.managedObjectModel.entities(forConfigurationName: configuration)?.contains(where: { object.entity.isKindOf(entity: $0) }) != true {
+            fatalError("ObjectGraph: assign(_:to:) in context '\(debugName)': configuration '\(configuration)' of \(store) does not include entity '\(object.entity.name)' of \(object.objectID)")
+        }
+        assignedStores[object.objectID] = store
+    }
+
+    /// Inserts a new object of the named entity.
+    ///
+    /// It is a programmer error to name an entity the model does not have, or an abstract one.
+    public func insertNewObject(forEntityName entityName: String) -> ManagedObject {
+        assertOnQueue("insertNewObject(forEntityName:)")
+        guard let entity = model?.entitiesByName[entityName] else {
+            fatalError("ObjectGraph: the model of context '\(debugName)' has no entity named '\(entityName)'")
+        }
+        return entity.managedObjectClass.init(entity: entity, insertInto: self)
+    }
+
+    /// Inserts an object created with no context.
+    public func insert(_ object: ManagedObject) {
+        assertOnQueue("insert(_:)")
+        freezeConfiguration()
+        if object.managedObjectContext === self && (object.isInserted || registered[object.objectID]?.object != nil) { return }
+        precondition(object.managedObjectContext == nil, "ObjectGraph: \(object.objectID) already belongs to context '\(object.managedObjectContext?.debugName ?? "")'")
+        if object.entity.isAbstract {
+            fatalError("ObjectGraph: cannot insert an object of abstract entity '\(object.entity.name)' into context '\(debugName)'")
+        }
+        object.values = object.entity.properties.map { property in
+            (property as? AttributeDescription)?.defaultStoredValue ?? .null
+        }
+        for attribute in object.entity.attributes where attribute.attributeType == .transformable {
+            if let defaultValue = attribute.defaultValue { object.boxed[attribute.index] = defaultValue }
+        }
+        object.flags = [.inserted]
+        register(object)
+        insertedObjects.insert(object)
+        retained.insert(object)
+        noteUnreportedChange(object)
+        object.awakeFromInsert()
+    }
+
+    /// Marks an object deleted; delete rules apply at the next `processPendingChanges()` (at the
+    /// latest at save), and the row is deleted when the context saves.
+    public func delete(_ object: ManagedObject) {
+        assertOnQueue("delete(_:)")
+        guard object.managedObjectContext === self else {
+            fatalError("ObjectGraph: cannot delete \(object.objectID) in context '\(debugName)': it belongs to \(object.managedObjectContext.map { "context '\($0.debugName)'" } ?? "no context")")
+        }
+        if object.isDeleted { return }
+        object.fireFaultIfNeeded()
+        object.flags.insert([.deleted, .pendingDelete])
+        deletedObjects.insert(object)
+        retained.insert(object)
+        pendingDeletes.append(object)
+        noteUnreportedChange(object)
+    }
+
+    /// Records that an object changed since the last `objectsDidChangeNotification`, which reports
+    /// each change once.
+    func noteUnreportedChange(_ object: ManagedObject) {
+        guard !object.flags.contains(.unreported) else { return }
+        object.flags.insert(.unreported)
+        unreported.append(object)
+        if concurrencyType == .mainQueue && !isMainQueueTurnScheduled {
+            // Core Data processes a main-queue context's changes at the end of the run loop's turn.
+            isMainQueueTurnScheduled = true
+            DispatchQueue.main.async { [weak self] in
+                guard let self else { return }
+                self.isMainQueueTurnScheduled = false
+                if !self.pendingDeletes.isEmpty || !self.unreported.isEmpty { self.processPendingChanges() }
+            }
+        }
+    }
+
+    func objectDidBecomeUpdated(_ object: ManagedObject) {
+        updatedObjects.insert(object)
+        retained.insert(object)
+    }
+}
