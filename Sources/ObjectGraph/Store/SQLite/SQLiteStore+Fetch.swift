@@ -5,34 +5,19 @@ import GRDBSQLite
 // Fetches, counts, fault fulfilment and relationship reads: each through one of the pool's readers.
 
 extension SQLiteStore {
-    private func selectSQL(_ request: StoreFetchRequest, columns: String, builder: inout SQLQueryBuilder, forCount: Bool = false) throws -> String {
-        let entity = request.entity
-        var conditions: [String] = []
-        if let restriction = schema.entityRestriction(for: entity, includesSubentities: request.includesSubentities, alias: builder.rootAlias) {
-            conditions.append(restriction)
-        }
-        if let predicate = request.predicate {
-            conditions.append("(" + (try builder.whereClause(for: predicate)) + ")")
-        }
-        let orderBy = forCount ? "" : try builder.orderByClause(for: request.sortDescriptors)
-        var sql = "SELECT \(columns) FROM \(SQLiteSchema.quote(schema.tableName(for: entity))) AS \(builder.rootAlias)"
-        let joins = builder.joinClause()
-        if !joins.isEmpty { sql += " " + joins }
-        if !conditions.isEmpty { sql += " WHERE " + conditions.joined(separator: " AND ") }
-        if !orderBy.isEmpty { sql += " ORDER BY " + orderBy }
-        if !forCount {
-            if request.fetchLimit > 0 { sql += " LIMIT \(request.fetchLimit)" } else if request.fetchOffset > 0 { sql += " LIMIT -1" }
-            if request.fetchOffset > 0 { sql += " OFFSET \(request.fetchOffset)" }
-        }
-        return sql
+    /// The statement for a fetch (or a count), from the one SELECT builder the tests check too.
+    private func select(_ request: StoreFetchRequest, columns: String, forCount: Bool = false) throws -> (sql: String, arguments: StatementArguments) {
+        let statement = try SQLQueryBuilder.selectStatement(
+            schema: schema, entity: request.entity, includesSubentities: request.includesSubentities, predicate: request.predicate,
+            sortDescriptors: forCount ? [] : request.sortDescriptors, columns: columns,
+            limit: forCount || request.fetchLimit <= 0 ? nil : request.fetchLimit, offset: forCount ? nil : request.fetchOffset)
+        return (statement.sql, StatementArguments(statement.arguments.map(\.databaseValue)))
     }
 
     func fetch(_ request: StoreFetchRequest, store: PersistentStore) throws -> [StoreRow] {
         guard let layout = layouts[request.entity.rootEntity.entityCode] else { return [] }
-        var builder = SQLQueryBuilder(schema: schema, entity: request.entity)
         let columns = request.includesPropertyValues ? layout.selectList : "t0.Z_PK, t0.Z_ENT"
-        let sql = try selectSQL(request, columns: columns, builder: &builder)
-        let arguments = StatementArguments(builder.arguments.map(\.databaseValue))
+        let (sql, arguments) = try select(request, columns: columns)
         let model = self.model
         return try readOne("fetching \(request.entity.name)") { db in
             count()
@@ -57,9 +42,7 @@ extension SQLiteStore {
     }
 
     func fetchKeys(_ request: StoreFetchRequest, store: PersistentStore) throws -> (keys: [Int64], entityCodes: [Int32]) {
-        var builder = SQLQueryBuilder(schema: schema, entity: request.entity)
-        let sql = try selectSQL(request, columns: "t0.Z_PK, t0.Z_ENT", builder: &builder)
-        let arguments = StatementArguments(builder.arguments.map(\.databaseValue))
+        let (sql, arguments) = try select(request, columns: "t0.Z_PK, t0.Z_ENT")
         return try readOne("fetching \(request.entity.name) keys") { db in
             count()
             let statement = try db.cachedStatement(sql: sql)
@@ -76,14 +59,13 @@ extension SQLiteStore {
     }
 
     func count(_ request: StoreFetchRequest, store: PersistentStore) throws -> Int {
-        var builder = SQLQueryBuilder(schema: schema, entity: request.entity)
-        var sql = try selectSQL(request, columns: "1", builder: &builder, forCount: true)
+        let (select, arguments) = try select(request, columns: "1", forCount: true)
+        let sql: String
         if request.fetchLimit > 0 || request.fetchOffset > 0 {
-            sql = "SELECT COUNT(*) FROM (\(sql) LIMIT \(request.fetchLimit > 0 ? request.fetchLimit : -1) OFFSET \(request.fetchOffset))"
+            sql = "SELECT COUNT(*) FROM (\(select) LIMIT \(request.fetchLimit > 0 ? request.fetchLimit : -1) OFFSET \(request.fetchOffset))"
         } else {
-            sql = "SELECT COUNT(*) FROM (\(sql))"
+            sql = "SELECT COUNT(*) FROM (\(select))"
         }
-        let arguments = StatementArguments(builder.arguments.map(\.databaseValue))
         return try readOne("counting \(request.entity.name)") { db in
             count()
             return try Int.fetchOne(db.cachedStatement(sql: sql), arguments: arguments) ?? 0
