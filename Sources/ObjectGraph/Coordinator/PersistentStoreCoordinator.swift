@@ -80,13 +80,9 @@ public final class PersistentStoreCoordinator: Sendable, CustomStringConvertible
                 .invalidModel, "The model has no configuration named '\(configuration)' (it has: \(managedObjectModel.configurations.joined(separator: ", ")))",
                 url: url)
         }
-        let options = options ?? [:]
-        let readOnly = (options[PersistentStoreOption.readOnly] as? Bool) ?? false
-        var durability = StoreDurability.full
-        if let d = options[PersistentStoreOption.durability] as? StoreDurability { durability = d }
-        if let d = options[PersistentStoreOption.durability] as? String, let parsed = StoreDurability(rawValue: d.lowercased()) { durability = parsed }
-        let readers = (options[PersistentStoreOption.maximumReaderCount] as? Int) ?? 5
-        let busyTimeout = (options[PersistentStoreOption.busyTimeout] as? Double) ?? 5
+        let options = try StoreOptions(options)
+        let readOnly = options.readOnly, durability = options.durability
+        let readers = options.maximumReaderCount, busyTimeout = options.busyTimeout
         lock()
         defer { unlock() }
         let backend: any StoreBackend
