@@ -251,34 +251,9 @@ extension ManagedObjectContext {
             object.toMany = [:]
             return
         }
-        switch mergePolicy.type {
-        case .rollback:
-            object.values = keepingTransients(snapshot.values, of: object)
-            object.boxed = [:]
-            object.toMany = [:]
-            object.changedIndices = []
-            object.flags.remove(.updated)
-            updatedObjects.remove(object)
-        case .mergeByPropertyStoreTrump:
-            var values = snapshot.values
-            for index in object.changedIndices {
-                let name = object.entity.properties[index].name
-                let changedInStore = keys.contains(name) && (previous.map { $0.values[index] != snapshot.values[index] } ?? true)
-                if changedInStore {
-                    object.changedIndices.remove(index)
-                    object.boxed[index] = nil
-                    if object.entity.properties[index] is RelationshipDescription { object.toMany[index] = nil }
-                } else {
-                    values[index] = object.values[index]
-                }
-            }
-            object.values = keepingTransients(values, of: object)
-        case .error, .mergeByPropertyObjectTrump, .overwrite:
-            var values = snapshot.values
-            for index in object.changedIndices where index < values.count { values[index] = object.values[index] }
-            object.values = keepingTransients(values, of: object)
+        applyMergePolicy(to: object, newer: snapshot, atSave: false) { index in
+            keys.contains(object.entity.properties[index].name) && (previous.map { $0.values[index] != snapshot.values[index] } ?? true)
         }
-        object.snapshot = snapshot
         for (index, value) in object.toMany where !value.hasChanges { object.toMany[index] = nil }
     }
 

@@ -95,7 +95,74 @@ extension Value {
     }
 }
 
+extension MergePolicy.PolicyType {
+    /// What a policy keeps of one property of an object whose parent store has a newer version of
+    /// it: the one decision behind every conflict path (a save's conflicts with the store or with a
+    /// parent context, and merges of other contexts' saves).
+    enum PropertyOutcome: Equatable {
+        /// The object's own value stays (changed or not, as it was).
+        case keepMine
+        /// The object's own value stays and is written whole, as a change (overwrite at save).
+        case keepMineAsChanged
+        /// The newer version's value.
+        case takeTheirs
+        /// The newer version's value, and the object's own change is dropped.
+        case takeTheirsDroppingMine
+    }
+
+    /// - Parameters:
+    ///   - changedHere: the object has an unsaved change to the property.
+    ///   - changedThere: the newer version changed the property since the object read it.
+    ///   - atSave: the newer version was found by a save (a conflict), not handed to a merge.
+    func outcome(changedHere: Bool, changedThere: Bool, atSave: Bool) -> PropertyOutcome {
+        switch self {
+        case .rollback:
+            return changedHere ? .takeTheirsDroppingMine : .takeTheirs
+        case .mergeByPropertyStoreTrump:
+            guard changedHere else { return .takeTheirs }
+            return changedThere ? .takeTheirsDroppingMine : .keepMine
+        case .overwrite where atSave:
+            return changedHere ? .keepMine : .keepMineAsChanged
+        case .error, .mergeByPropertyObjectTrump, .overwrite:
+            return changedHere ? .keepMine : .takeTheirs
+        }
+    }
+}
+
 extension ManagedObjectContext {
+    /// Gives an object with unsaved changes a newer version of itself from its parent store,
+    /// property by property as the merge policy decides. Transient attributes are the object's own.
+    func applyMergePolicy(to object: ManagedObject, newer: Snapshot, atSave: Bool, changedThere: (Int) -> Bool) {
+        var values = object.values
+        for property in object.entity.properties where property.index < newer.values.count {
+            if let attribute = property as? AttributeDescription, attribute.isTransient { continue }
+            let index = property.index
+            let isToMany = (property as? RelationshipDescription)?.isToMany == true
+            let outcome = mergePolicy.type.outcome(
+                changedHere: object.changedIndices.contains(index), changedThere: changedThere(index), atSave: atSave)
+            switch outcome {
+            case .keepMine:
+                continue
+            case .keepMineAsChanged:
+                if !isToMany { object.changedIndices.insert(index) }
+            case .takeTheirs, .takeTheirsDroppingMine:
+                if outcome == .takeTheirsDroppingMine { object.changedIndices.remove(index) }
+                if isToMany {
+                    if outcome == .takeTheirsDroppingMine { object.toMany[index] = nil }
+                } else {
+                    values[index] = newer.values[index]
+                    object.boxed[index] = nil
+                }
+            }
+        }
+        object.values = values
+        object.snapshot = newer
+        if object.changedIndices.isEmpty && !object.isInserted && !object.isDeleted {
+            object.flags.remove(.updated)
+            updatedObjects.remove(object)
+        }
+    }
+
     /// Resolves optimistic-locking conflicts by the merge policy, adjusting the objects so that a
     /// new save request can be made. Throws when the policy is `.error`.
     func resolve(_ conflicts: [VersionConflict]) throws {
@@ -132,41 +199,9 @@ extension ManagedObjectContext {
                 continue
             }
             let previous = object.snapshot
-            switch mergePolicy.type {
-            case .error:
-                break
-            case .rollback:
-                object.values = persisted.values
-                object.boxed = [:]
-                object.toMany = [:]
-                object.changedIndices = []
-                object.flags.remove(.updated)
-                updatedObjects.remove(object)
-            case .overwrite:
-                for property in object.entity.properties {
-                    if let attribute = property as? AttributeDescription, attribute.isTransient { continue }
-                    if let relationship = property as? RelationshipDescription, relationship.isToMany { continue }
-                    object.changedIndices.insert(property.index)
-                }
-            case .mergeByPropertyObjectTrump:
-                for property in object.entity.properties where !object.changedIndices.contains(property.index) {
-                    if (property as? RelationshipDescription)?.isToMany == true { continue }
-                    object.values[property.index] = persisted.values[property.index]
-                    object.boxed[property.index] = nil
-                }
-            case .mergeByPropertyStoreTrump:
-                for property in object.entity.properties {
-                    if (property as? RelationshipDescription)?.isToMany == true { continue }
-                    let index = property.index
-                    let changedInStore = previous.map { $0.values[index] != persisted.values[index] } ?? true
-                    if changedInStore || !object.changedIndices.contains(index) {
-                        object.values[index] = persisted.values[index]
-                        object.boxed[index] = nil
-                        if changedInStore { object.changedIndices.remove(index) }
-                    }
-                }
+            applyMergePolicy(to: object, newer: persisted, atSave: true) { index in
+                previous.map { $0.values[index] != persisted.values[index] } ?? true
             }
-            object.snapshot = persisted
         }
         restoreUnloadedToManyRelationships()
     }
