@@ -81,9 +81,16 @@ extension PersistentStoreCoordinator: ParentStore {
     func save(_ request: ContextSaveRequest, requester: ManagedObjectContext) throws -> ContextSaveResult {
         var byStore: [ObjectIdentifier: (store: PersistentStore, request: StoreSaveRequest)] = [:]
         func add(_ store: PersistentStore, _ body: (inout StoreSaveRequest) -> Void) {
-            var entry = byStore[ObjectIdentifier(store)] ?? (store, StoreSaveRequest())
-            body(&entry.request)
-            byStore[ObjectIdentifier(store)] = entry
+            // In place: a copy of the entry would copy its growing arrays once per object.
+            body(&byStore[ObjectIdentifier(store), default: (store, StoreSaveRequest())].request)
+        }
+        // The store of each entity without an assignment, looked up once per entity.
+        var storesByEntity: [ObjectIdentifier: PersistentStore] = [:]
+        func store(for entity: EntityDescription) throws -> PersistentStore {
+            if let store = storesByEntity[ObjectIdentifier(entity)] { return store }
+            let store = try self.store(for: entity)
+            storesByEntity[ObjectIdentifier(entity)] = store
+            return store
         }
         func relationshipChanges(_ object: ChangedObject, into request: inout StoreSaveRequest) {
             for change in object.relationships {
