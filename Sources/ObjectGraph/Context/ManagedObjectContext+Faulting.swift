@@ -60,17 +60,19 @@ extension ManagedObjectContext {
             // The object already held a reference (taken when fetched as a fault).
             coordinator.rowCache.release([object.objectID])
         }
-        var values = snapshot.values
+        object.values = snapshot.values
         // Transient attributes are not stored: a fetched or refreshed object has their defaults.
-        for attribute in object.entity.attributes where attribute.isTransient {
-            values[attribute.index] = attribute.defaultStoredValue
+        let entity = object.entity
+        if entity.storedAttributes.count != entity.attributes.count {
+            for attribute in entity.attributes where attribute.isTransient {
+                object.values[attribute.index] = attribute.defaultStoredValue
+            }
         }
-        object.values = values
         object.snapshot = snapshot
         object.boxed = [:]
         object.flags.remove(.fault)
         if holdsRowCache { object.flags.insert(.holdsRowCache) }
-        restoreUnloadedToManyRelationships(of: object)
+        if object.objectID.isTemporaryID { restoreUnloadedToManyRelationships(of: object) }
         object.awakeFromFetch()
     }
 
