@@ -79,11 +79,11 @@ extension ManagedObjectContext {
         return entity
     }
 
-    func storeRequest<T>(_ request: FetchRequest<T>, entity: EntityDescription, values: Bool, paging: Bool = true) -> StoreFetchRequest {
+    func storeRequest<T>(_ request: FetchRequest<T>, entity: EntityDescription, values: Bool) -> StoreFetchRequest {
         StoreFetchRequest(
             entity: entity, includesSubentities: request.includesSubentities, predicate: request.predicate,
-            sortDescriptors: request.sortDescriptors ?? [], fetchLimit: paging ? request.fetchLimit : 0,
-            fetchOffset: paging ? request.fetchOffset : 0, includesPropertyValues: values)
+            sortDescriptors: request.sortDescriptors ?? [], fetchLimit: request.fetchLimit,
+            fetchOffset: request.fetchOffset, includesPropertyValues: values)
     }
 
     // MARK: - Objects and IDs

@@ -159,12 +159,7 @@ extension ManagedObjectContext: ParentStore {
     /// `forChild`: rows go to a child, so they carry this context's view of its registered objects.
     func viewRows(_ request: StoreFetchRequest, includingPendingChanges: Bool, leasing: Bool, forChild: Bool) throws -> FetchedRows {
         let overlay = includingPendingChanges ? overlay(for: request) : Overlay()
-        var parentRequest = request
-        if !overlay.isEmpty {
-            parentRequest.fetchLimit = 0
-            parentRequest.fetchOffset = 0
-        }
-        var fetched = try parentStore.rows(parentRequest, leasing: leasing, requester: self)
+        var fetched = try parentStore.rows(overlay.isEmpty ? request : request.unpaged, leasing: leasing, requester: self)
         if !aliases.isEmpty {
             for index in fetched.rows.indices { fetched.rows[index].id = canonical(fetched.rows[index].id) }
         }
@@ -189,14 +184,11 @@ extension ManagedObjectContext: ParentStore {
     func viewCount(_ request: StoreFetchRequest, includingPendingChanges: Bool) throws -> Int {
         let overlay = includingPendingChanges ? overlay(for: request) : Overlay()
         guard !overlay.isEmpty else { return try parentStore.count(request, requester: self) }
-        var unpaged = request
-        unpaged.fetchLimit = 0
-        unpaged.fetchOffset = 0
+        var unpaged = request.unpaged
         unpaged.sortDescriptors = []
         unpaged.includesPropertyValues = false
         let total = try viewRows(unpaged, includingPendingChanges: true, leasing: false, forChild: false).rows.count
-        let remaining = max(0, total - request.fetchOffset)
-        return request.fetchLimit > 0 ? min(request.fetchLimit, remaining) : remaining
+        return request.pagedCount(ofUnpaged: total)
     }
 
     // MARK: - Taking a child's save

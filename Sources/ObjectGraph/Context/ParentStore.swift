@@ -58,6 +58,22 @@ protocol ParentStore: AnyObject, Sendable {
     func describeConflict(_ conflict: VersionConflict, requester: ManagedObjectContext) -> String
 }
 
+extension StoreFetchRequest {
+    /// The same fetch without offset and limit, for rows that are paged after they are merged.
+    var unpaged: StoreFetchRequest {
+        var request = self
+        request.fetchLimit = 0
+        request.fetchOffset = 0
+        return request
+    }
+
+    /// How many rows this fetch returns, given how many it matches before offset and limit.
+    func pagedCount(ofUnpaged total: Int) -> Int {
+        let remaining = max(0, total - fetchOffset)
+        return fetchLimit > 0 ? min(fetchLimit, remaining) : remaining
+    }
+}
+
 /// Snapshots handed to a requester, with the row-cache references it may claim.
 struct ViewedSnapshots: Sendable {
     var snapshots: [ManagedObjectID: Snapshot] = [:]

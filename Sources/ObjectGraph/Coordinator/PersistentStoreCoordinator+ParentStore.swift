@@ -42,14 +42,9 @@ extension PersistentStoreCoordinator: ParentStore {
     }
 
     func rows(_ request: StoreFetchRequest, leasing: Bool, requester: ManagedObjectContext) throws -> FetchedRows {
+        // Each of several stores orders and pages only its own rows: the requester orders the union.
         let single = persistentStores.count <= 1
-        var storeRequest = request
-        if !single {
-            // Each store orders and pages only its own rows: the requester orders the union.
-            storeRequest.fetchLimit = 0
-            storeRequest.fetchOffset = 0
-        }
-        let rows = try fetchRows(storeRequest)
+        let rows = try fetchRows(single ? request : request.unpaged)
         return FetchedRows(rows: rows, isOrdered: single, leases: leasing ? lease(rows) : nil)
     }
 
@@ -63,11 +58,7 @@ extension PersistentStoreCoordinator: ParentStore {
 
     func count(_ request: StoreFetchRequest, requester: ManagedObjectContext) throws -> Int {
         guard persistentStores.count > 1, request.fetchLimit > 0 || request.fetchOffset > 0 else { return try countRows(request) }
-        var unpaged = request
-        unpaged.fetchLimit = 0
-        unpaged.fetchOffset = 0
-        let remaining = max(0, try countRows(unpaged) - request.fetchOffset)
-        return request.fetchLimit > 0 ? min(request.fetchLimit, remaining) : remaining
+        return request.pagedCount(ofUnpaged: try countRows(request.unpaged))
     }
 
     func permanentIDs(for ids: [ManagedObjectID], assignments: [ManagedObjectID: PersistentStore], requester: ManagedObjectContext) throws
