@@ -63,4 +63,32 @@ struct ConcurrencyIdentityMapTests {
             #expect(Set(notes.map { $0.value(forKey: "title") as! String }).count == 2_000)
         }
     }
+
+    /// As in Core Data, the context does not keep an unchanged object alive: dropped by the
+    /// program, it is gone at once, and its ID gives a new fault.
+    @Test(arguments: [StoreKind.sqlite, .inMemory])
+    func anUnchangedObjectGoesAwayWhenTheProgramDropsIt(_ kind: StoreKind) throws {
+        let stack = try TestStack(kind)
+        let writer = stack.context("writer")
+        let note = writer.insert("Note", ["title": "kept?", "rank": Int64(1)])
+        try writer.save()
+        let id = note.objectID
+        #expect(!id.isTemporaryID)
+        let context = stack.privateContext("reader")
+        try context.performAndWait {
+            var fetched: ManagedObject? = try context.existingObject(with: id)
+            weak let watched = fetched
+            #expect(context.registeredObject(for: id) === fetched)
+            #expect(fetched?.value(forKey: "title") as? String == "kept?")
+            fetched = nil
+            #expect(watched == nil, "the context held an unchanged object alive")
+            #expect(context.registeredObject(for: id) == nil)
+            #expect(context.registeredObjects.isEmpty)
+            // A changed object is kept until it is saved.
+            context.object(with: id).setValue("changed", forKey: "title")
+            #expect(context.registeredObject(for: id)?.value(forKey: "title") as? String == "changed")
+            try context.save()
+            #expect(context.registeredObjects.isEmpty)
+        }
+    }
 }
