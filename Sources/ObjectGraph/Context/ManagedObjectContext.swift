@@ -140,6 +140,8 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
     private var _coordinator: PersistentStoreCoordinator?
     let queue: DispatchQueue?
     let tag: QueueTag
+    /// A private-queue context's queue as an actor: `await perform` runs there.
+    let queueActor: ContextQueueActor?
     private let owningThread: pthread_t
     private let recursiveLock = NSRecursiveLock()
 
@@ -172,17 +174,18 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
         self.number = Self.counter.add(1, ordering: .relaxed).newValue
         switch concurrencyType {
         case .privateQueue:
-            let tag = QueueTag(label: "ObjectGraph.context.\(number)")
-            let queue = DispatchQueue(label: tag.label)
-            queue.setSpecific(key: ConcurrencyChecks.queueKey, value: tag)
-            self.queue = queue
-            self.tag = tag
+            let executor = ContextQueueExecutor(label: "ObjectGraph.context.\(number)")
+            self.queue = executor.queue
+            self.tag = executor.tag
+            self.queueActor = ContextQueueActor(executor: executor)
         case .mainQueue:
             self.queue = DispatchQueue.main
             self.tag = ConcurrencyChecks.mainTag
+            self.queueActor = nil
         case .confinement:
             self.queue = nil
             self.tag = QueueTag(label: "confinement context \(number)")
+            self.queueActor = nil
         }
     }
 
@@ -341,16 +344,20 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
         let tracker = activityTracker
         guard tracker?.blockSubmitted() != false else { refuseWorkAfterShutdown("perform(schedule:_:)") }
         defer { tracker?.blockFinished() }
-        let result: Result<T, E> = await withCheckedContinuation { continuation in
-            let run: @Sendable () -> Void = { [self] in
-                let result = EnteredContexts.with(self) {
-                    let result = Result<T, E> { () throws(E) -> T in try block() }
-                    endOfBlock()
-                    return result
-                }
-                continuation.resume(returning: result)
+        // The block runs as a job of the queue's executor (the main actor's for a main-queue
+        // context): the task hops there and back, and the runtime knows where it runs.
+        let run: @Sendable () -> Result<T, E> = { [self] in
+            EnteredContexts.with(self) {
+                let result = Result<T, E> { () throws(E) -> T in try block() }
+                endOfBlock()
+                return result
             }
-            if let queue { queue.async(execute: run) } else { run() }
+        }
+        let result: Result<T, E>
+        switch concurrencyType {
+        case .privateQueue: result = await queueActor!.run(run)
+        case .mainQueue: result = await MainActor.run(body: run)
+        case .confinement: result = run()
         }
         return try result.get()
     }
