@@ -7,15 +7,32 @@ import Darwin
 #endif
 
 extension ManagedObjectContext {
-    /// Drops the entries of objects that went away (amortized: after as many registrations as
-    /// there are entries).
+    /// Counts a registration, and sweeps the map when there were as many since the last sweep as
+    /// entries were left by it (at least 1024): the work is amortized over the registrations, and
+    /// the map holds at most about twice the live objects, plus 1024.
+    @inline(__always)
+    func noteRegistration() {
+        identityMapSweep.registrations += 1
+        if identityMapSweep.registrations > max(1024, identityMapSweep.entriesAfterLastSweep) { sweepIdentityMap() }
+    }
+
+    /// Drops the entries of objects that went away. An entry keeps the memory of its dead object
+    /// (not its values) until then.
     func sweepIdentityMap() {
-        registrationsSinceSweep = 0
         registered = registered.filter { $0.value.isAlive }
+        identityMapSweep = IdentityMapSweep(registrations: 0, entriesAfterLastSweep: registered.count)
     }
 
     /// The registered objects still alive.
     var liveObjects: [ManagedObject] { registered.values.compactMap(\.object) }
+}
+
+/// When a context's identity map is swept next.
+struct IdentityMapSweep {
+    /// Registrations since the last sweep.
+    var registrations = 0
+    /// How many entries the last sweep left.
+    var entriesAfterLastSweep = 0
 }
 
 /// An identity-map entry: the registered object, held without keeping it alive.

@@ -26,8 +26,7 @@ extension ManagedObjectContext {
 
     func register(_ object: ManagedObject) {
         registered[object.objectID] = WeakObject(object)
-        registrationsSinceSweep += 1
-        if registrationsSinceSweep > max(1024, registered.count) { sweepIdentityMap() }
+        noteRegistration()
         object.managedObjectContext = self
         if retainsRegisteredObjects { retained.insert(object) }
     }

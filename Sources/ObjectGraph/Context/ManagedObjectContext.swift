@@ -148,8 +148,8 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
     /// Registered objects by ID, held weakly: an object the program drops goes away, and its entry
     /// is swept here, on the context's queue (never from the thread that dropped it).
     var registered: [ManagedObjectID: WeakObject] = [:]
-    /// Registrations since the identity map was last swept of entries whose objects went away.
-    var registrationsSinceSweep = 0
+    /// When the identity map is next swept of entries whose objects went away.
+    var identityMapSweep = IdentityMapSweep()
     /// Objects kept alive while registered (changed ones, or all with `retainsRegisteredObjects`).
     var retained: Set<ManagedObject> = []
     /// Inserted objects assigned to a store with `assign(_:to:)`, by temporary ID.

@@ -91,4 +91,27 @@ struct ConcurrencyIdentityMapTests {
             #expect(context.registeredObjects.isEmpty)
         }
     }
+
+    /// Entries of objects the program dropped are swept as registrations go on: walking many rows
+    /// one at a time keeps the map (and the memory its dead entries hold) bounded.
+    @Test func theIdentityMapStaysBoundedWhileObjectsComeAndGo() throws {
+        let stack = try TestStack(.sqlite)
+        let writer = stack.context("writer")
+        for i in 0..<6_000 { _ = writer.insert("Note", ["title": "note \(i)", "rank": Int64(i)]) }
+        try writer.save()
+        let context = stack.privateContext("walker")
+        try context.performAndWait {
+            let request = FetchRequest<ManagedObjectID>(entityName: "Note")
+            let ids = try context.fetch(request)
+            #expect(ids.count == 6_000)
+            var largest = 0
+            for id in ids {
+                #expect(context.object(with: id).value(forKey: "title") != nil)
+                largest = max(largest, context.registered.count)
+            }
+            #expect(largest <= 1_025, "dead entries piled up: \(largest) entries for at most one live object")
+            context.sweepIdentityMap()
+            #expect(context.registered.isEmpty)
+        }
+    }
 }
