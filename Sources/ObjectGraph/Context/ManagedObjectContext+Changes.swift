@@ -35,34 +35,26 @@ extension ManagedObjectContext {
     public func processPendingChanges() {
         assertOnQueue("processPendingChanges()")
         var deleted: Set<ManagedObject> = []
-        while !pendingDeletes.isEmpty {
-            let batch = pendingDeletes
-            pendingDeletes = []
-            for object in batch where object.flags.contains(.pendingDelete) {
-                object.flags.remove(.pendingDelete)
+        while !changes.pendingDeletes.isEmpty {
+            for object in changes.takePendingDeletes() where object.state.takeDeleteRules() {
                 deleted.insert(object)
                 applyDeleteRules(object)
             }
         }
         // Objects inserted and deleted before any save never reach the store.
         for object in deleted where object.isInserted {
-            insertedObjects.remove(object)
-            deletedObjects.remove(object)
+            changes.forget(object)
             unregister(object)
         }
         // Each change is reported once: what changed since the previous notification.
-        let changed = unreported
-        unreported = []
         var inserted: Set<ManagedObject> = [], updated: Set<ManagedObject> = []
-        for object in changed {
-            object.flags.remove(.unreported)
+        for object in changes.takeUnreported() {
+            let report = object.state.report()
             guard !deleted.contains(object), object.managedObjectContext === self else { continue }
-            if object.isDeleted { continue }
-            if object.isInserted && !object.flags.contains(.insertReported) {
-                object.flags.insert(.insertReported)
-                inserted.insert(object)
-            } else if object.hasChanges {
-                updated.insert(object)
+            switch report {
+            case .inserted: inserted.insert(object)
+            case .updated: updated.insert(object)
+            case nil: break
             }
         }
         guard !inserted.isEmpty || !updated.isEmpty || !deleted.isEmpty else { return }
@@ -111,9 +103,9 @@ extension ManagedObjectContext {
         assertOnQueue("rollback()")
         for object in insertedObjects { unregister(object) }
         // Deleted elsewhere: their rows are gone, they cannot come back.
-        for object in deletedObjects where object.flags.contains(.deletedElsewhere) { invalidate(object) }
+        for object in deletedObjects where object.state.isDeletedElsewhere { invalidate(object) }
         for object in updatedObjects.union(deletedObjects) where object.managedObjectContext === self {
-            object.flags.remove([.deleted, .pendingDelete, .updated])
+            object.state.discardChanges()
             object.changedIndices = []
             if let snapshot = object.snapshot {
                 object.values = snapshot.values
@@ -121,12 +113,8 @@ extension ManagedObjectContext {
                 object.toMany = [:]
             }
         }
-        insertedObjects = []
-        updatedObjects = []
-        deletedObjects = []
-        pendingDeletes = []
+        discardChangeSet()
         assignedStores = [:]
-        clearUnreported()
         if !retainsRegisteredObjects { retained = [] }
         restoreUnloadedToManyRelationships()
     }
@@ -143,10 +131,7 @@ extension ManagedObjectContext {
         }
         var held: [ManagedObjectID] = pinnedRows
         for object in objects {
-            if object.flags.contains(.holdsRowCache) {
-                object.flags.remove(.holdsRowCache)
-                held.append(object.objectID)
-            }
+            if object.state.giveUpRowCache() { held.append(object.objectID) }
             object.managedObjectContext = nil
         }
         persistentStoreCoordinator?.rowCache.release(held)
@@ -155,17 +140,12 @@ extension ManagedObjectContext {
         aliases = [:]
         assignedStores = [:]
         pinnedRows = []
-        insertedObjects = []
-        updatedObjects = []
-        deletedObjects = []
-        pendingDeletes = []
-        clearUnreported()
+        discardChangeSet()
     }
 
-    /// Forgets the changes not reported yet (they were discarded).
-    func clearUnreported() {
-        for object in unreported { object.flags.remove(.unreported) }
-        unreported = []
+    /// Forgets every unsaved change and the changes not reported yet (they were discarded).
+    func discardChangeSet() {
+        for object in changes.removeAll() { object.state.clearUnreported() }
     }
 
     /// Gives inserted objects permanent IDs now, before they are saved.

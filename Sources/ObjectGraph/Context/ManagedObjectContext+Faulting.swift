@@ -52,13 +52,13 @@ extension ManagedObjectContext {
     /// Gives a fault its values. With `holdsRowCache`, the object keeps a reference on its row in
     /// the row cache (its values are the cached snapshot's).
     func materialize(_ object: ManagedObject, _ snapshot: Snapshot, holdsRowCache: Bool) {
-        guard object.isFault else {
-            if holdsRowCache { coordinator.rowCache.release([object.objectID]) }
+        switch object.state.materialize(leased: holdsRowCache) {
+        case .keepValues(let releaseLease):
+            if releaseLease { coordinator.rowCache.release([object.objectID]) }
             return
-        }
-        if object.flags.contains(.holdsRowCache) && holdsRowCache {
+        case .fill(let releaseDuplicate):
             // The object already held a reference (taken when fetched as a fault).
-            coordinator.rowCache.release([object.objectID])
+            if releaseDuplicate { coordinator.rowCache.release([object.objectID]) }
         }
         object.values = snapshot.values
         // Transient attributes are not stored: a fetched or refreshed object has their defaults.
@@ -70,8 +70,6 @@ extension ManagedObjectContext {
         }
         object.snapshot = snapshot
         object.boxed = [:]
-        object.flags.remove(.fault)
-        if holdsRowCache { object.flags.insert(.holdsRowCache) }
         if object.objectID.isTemporaryID { restoreUnloadedToManyRelationships(of: object) }
         object.awakeFromFetch()
     }
@@ -87,8 +85,7 @@ extension ManagedObjectContext {
         }
         object.values = object.entity.properties.map { ($0 as? AttributeDescription)?.defaultStoredValue ?? .null }
         object.snapshot = nil
-        object.flags.remove(.fault)
-        object.flags.insert(.deleted)
+        object.state.markInaccessible()
         for relationship in object.entity.relationships where relationship.isToMany {
             object.toMany[relationship.index] = RelationshipValue(isOrdered: relationship.isOrdered, loaded: true)
         }
@@ -159,6 +156,8 @@ extension ManagedObjectContext {
     public func refresh(_ object: ManagedObject, mergeChanges: Bool) {
         assertOnQueue("refresh(_:mergeChanges:)")
         guard object.managedObjectContext === self, !object.isInserted else { return }
+        // A deleted object keeps its delete, which is an unsaved change like any other.
+        if mergeChanges && object.isDeleted { return }
         if mergeChanges && object.hasChanges && !object.isFault {
             let changed = object.changedIndices
             let current = object.values
@@ -172,19 +171,14 @@ extension ManagedObjectContext {
                 if let value = relationships[index] { object.toMany[index] = value }
             }
             object.changedIndices = changed
-            if !changed.isEmpty {
+            if !changed.isEmpty && object.state.keepChangesAfterRefresh() {
                 // Still changed: it stays in the save.
-                object.flags.insert(.updated)
-                updatedObjects.insert(object)
+                changes.recordUpdate(object)
                 retained.insert(object)
             }
             return
         }
-        if object.isDeleted {
-            deletedObjects.remove(object)
-            object.flags.remove([.deleted, .pendingDelete])
-            pendingDeletes.removeAll { $0 === object }
-        }
+        if object.isDeleted { changes.forgetDelete(object) }
         if !object.isFault { undoInverses(ofDiscardedToOneChangesIn: object) }
         turnIntoFault(object)
     }
@@ -232,7 +226,7 @@ extension ManagedObjectContext {
     func turnIntoFault(_ object: ManagedObject) {
         if object.isFault { return }
         object.willTurnIntoFault()
-        if object.flags.contains(.holdsRowCache) {
+        if object.state.turnIntoFault() {
             coordinator.rowCache.release([object.objectID])
         }
         object.values = []
@@ -240,8 +234,7 @@ extension ManagedObjectContext {
         object.boxed = [:]
         object.toMany = [:]
         object.changedIndices = []
-        object.flags = [.fault]
-        updatedObjects.remove(object)
+        changes.forgetUpdate(object)
         if !retainsRegisteredObjects { retained.remove(object) }
         object.didTurnIntoFault()
     }

@@ -178,9 +178,7 @@ extension ManagedObjectContext {
             result.append(object)
             guard let snapshot = row.snapshot, object.isFault else { continue }
             let leased = leases?.claim(row.id) ?? false
-            if asFaults && leased && !object.flags.contains(.holdsRowCache) {
-                object.flags.insert(.holdsRowCache)
-            } else {
+            if !(asFaults && leased && object.state.holdRowCacheAsFault()) {
                 materialize(object, snapshot, holdsRowCache: leased)
             }
         }
@@ -284,7 +282,7 @@ extension ManagedObjectContext {
                 fulfillFaults(next)
                 // Prefetched rows stay in the row cache while the context lives (until reset), so
                 // the objects can be dropped and faulted again without going back to the store.
-                let ids = next.filter { !$0.isFault && $0.flags.contains(.holdsRowCache) }.map(\.objectID)
+                let ids = next.filter { !$0.isFault && $0.state.holdsRowCache }.map(\.objectID)
                 coordinator.rowCache.retain(ids)
                 pinnedRows.append(contentsOf: ids)
                 level = next

@@ -56,9 +56,9 @@ extension ManagedObjectContext {
         for attribute in object.entity.attributes where attribute.attributeType == .transformable {
             if let defaultValue = attribute.defaultValue { object.boxed[attribute.index] = defaultValue }
         }
-        object.flags = [.inserted]
+        object.state.insert()
         register(object)
-        insertedObjects.insert(object)
+        changes.recordInsert(object)
         retained.insert(object)
         noteUnreportedChange(object)
         object.awakeFromInsert()
@@ -73,32 +73,25 @@ extension ManagedObjectContext {
         }
         if object.isDeleted { return }
         object.fireFaultIfNeeded()
-        object.flags.insert([.deleted, .pendingDelete])
-        deletedObjects.insert(object)
+        guard object.state.delete() else { return }
+        changes.recordDelete(object)
         retained.insert(object)
-        pendingDeletes.append(object)
         noteUnreportedChange(object)
     }
 
     /// Records that an object changed since the last `objectsDidChangeNotification`, which reports
     /// each change once.
     func noteUnreportedChange(_ object: ManagedObject) {
-        guard !object.flags.contains(.unreported) else { return }
-        object.flags.insert(.unreported)
-        unreported.append(object)
+        guard object.state.noteUnreported() else { return }
+        changes.recordUnreported(object)
         if concurrencyType == .mainQueue && !isMainQueueTurnScheduled {
             // Core Data processes a main-queue context's changes at the end of the run loop's turn.
             isMainQueueTurnScheduled = true
             DispatchQueue.main.async { [weak self] in
                 guard let self else { return }
                 self.isMainQueueTurnScheduled = false
-                if !self.pendingDeletes.isEmpty || !self.unreported.isEmpty { self.processPendingChanges() }
+                if !self.changes.pendingDeletes.isEmpty || !self.changes.unreported.isEmpty { self.processPendingChanges() }
             }
         }
-    }
-
-    func objectDidBecomeUpdated(_ object: ManagedObject) {
-        updatedObjects.insert(object)
-        retained.insert(object)
     }
 }

@@ -141,7 +141,7 @@ extension ManagedObjectContext {
                 forgetDestinations(gone, in: object)
             }
             for id in gone {
-                guard let object = registered[canonical(id)]?.object, !object.flags.contains(.deletedElsewhere) else { continue }
+                guard let object = registered[canonical(id)]?.object, !object.state.isDeletedElsewhere else { continue }
                 if object.isInserted {
                     invalidate(object)
                     continue
@@ -219,25 +219,18 @@ extension ManagedObjectContext {
     /// Makes a registered object deleted because another context's save deleted its row: deleted
     /// here too, its own changes dropped, nothing to write when this context saves.
     private func markDeletedElsewhere(_ object: ManagedObject) {
-        if object.isFault {
+        guard let action = object.state.deleteElsewhere() else { return }
+        if action.fillDefaults {
             // Its row is gone: it keeps default values, as an inaccessible fault that is deleted.
             object.values = object.entity.properties.map { ($0 as? AttributeDescription)?.defaultStoredValue ?? .null }
-            object.flags.remove(.fault)
             for relationship in object.entity.relationships where relationship.isToMany {
                 object.toMany[relationship.index] = RelationshipValue(isOrdered: relationship.isOrdered, loaded: true)
             }
         }
-        if object.flags.contains(.holdsRowCache) {
-            object.flags.remove(.holdsRowCache)
-            coordinator.rowCache.release([object.objectID])
-        }
+        if action.releaseRowCache { coordinator.rowCache.release([object.objectID]) }
         object.snapshot = nil
         object.changedIndices = []
-        updatedObjects.remove(object)
-        pendingDeletes.removeAll { $0 === object }
-        object.flags.remove([.updated, .pendingDelete])
-        object.flags.insert([.deleted, .deletedElsewhere])
-        deletedObjects.insert(object)
+        changes.recordDeletedElsewhere(object)
         retained.insert(object)
     }
 

@@ -132,7 +132,7 @@ extension ManagedObjectContext: ParentStore {
     }
 
     func overlay(for request: StoreFetchRequest) -> Overlay {
-        if !pendingDeletes.isEmpty { processPendingChanges() }
+        if !changes.pendingDeletes.isEmpty { processPendingChanges() }
         let entity = request.entity
         func relevant(_ object: ManagedObject) -> Bool {
             request.includesSubentities ? object.entity.isKindOf(entity: entity) : object.entity === entity
@@ -260,7 +260,8 @@ extension ManagedObjectContext: ParentStore {
         object.toMany = [:]
         object.snapshot = nil
         object.batch = nil
-        object.flags = [.inserted]
+        if object.state.giveUpRowCache() { coordinator.rowCache.release([object.objectID]) }
+        object.state.insert()
         for relationship in changed.entity.relationships where relationship.isToMany {
             object.toMany[relationship.index] = RelationshipValue(isOrdered: relationship.isOrdered, loaded: true)
         }
@@ -268,7 +269,7 @@ extension ManagedObjectContext: ParentStore {
             let value = object.toMany[relationship.index]
             for id in relationship.order ?? relationship.added { value?.add(id) }
         }
-        insertedObjects.insert(object)
+        changes.recordInsert(object)
         retained.insert(object)
         noteUnreportedChange(object)
         return object

@@ -33,8 +33,7 @@ extension ManagedObjectContext {
 
     func unregister(_ object: ManagedObject) {
         if registered[object.objectID]?.object === object { registered[object.objectID] = nil }
-        if object.flags.contains(.holdsRowCache) {
-            object.flags.remove(.holdsRowCache)
+        if object.state.giveUpRowCache() {
             persistentStoreCoordinator?.rowCache.release([object.objectID])
         }
         object.managedObjectContext = nil
@@ -44,12 +43,9 @@ extension ManagedObjectContext {
     /// Forgets an object whose row is gone (deleted elsewhere, or refused by the store): out of
     /// every change set and the identity map, and invalid from now on.
     func invalidate(_ object: ManagedObject) {
-        insertedObjects.remove(object)
-        updatedObjects.remove(object)
-        deletedObjects.remove(object)
-        pendingDeletes.removeAll { $0 === object }
+        changes.forget(object)
         unregister(object)
-        object.flags = [.invalid]
+        object.state.invalidate()
     }
 
     /// The object registered under an ID, without touching the store.
@@ -81,7 +77,7 @@ extension ManagedObjectContext {
     func makeFault(_ id: ManagedObjectID) -> ManagedObject {
         let object = id.entity.managedObjectClass.init(entity: id.entity, insertInto: nil)
         object.objectID = id
-        object.flags = [.fault]
+        _ = object.state.turnIntoFault()
         return object
     }
 

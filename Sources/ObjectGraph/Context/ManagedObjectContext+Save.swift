@@ -73,7 +73,7 @@ extension ManagedObjectContext {
         }
         for object in insertedObjects where !object.isDeleted { collect { try object.validateForInsert() } }
         for object in updatedObjects where !object.isDeleted && object.hasChanges { collect { try object.validateForUpdate() } }
-        for object in deletedObjects where !object.flags.contains(.deletedElsewhere) { collect { try object.validateForDelete() } }
+        for object in deletedObjects where !object.state.isDeletedElsewhere { collect { try object.validateForDelete() } }
         guard !errors.isEmpty else { return }
         if errors.count == 1 { throw errors[0] }
         throw ObjectGraphError(
@@ -149,7 +149,7 @@ extension ManagedObjectContext {
         for object in deletedObjects where !object.isInserted {
             saved.deleted.append(object)
             // Deleted elsewhere and merged: its row is gone already.
-            if object.flags.contains(.deletedElsewhere) { continue }
+            if object.state.isDeletedElsewhere { continue }
             request.deleted.append(ChangedObject(
                 id: object.objectID, entity: object.entity, values: [], changedIndices: [], relationships: [], base: object.snapshot, store: nil))
         }
@@ -186,7 +186,7 @@ extension ManagedObjectContext {
                 value.commit()
             }
             object.changedIndices = []
-            object.flags.remove([.inserted, .updated])
+            object.state.didSave()
         }
         for object in saved.inserted {
             settle(object)
@@ -198,13 +198,10 @@ extension ManagedObjectContext {
         }
         for object in saved.deleted {
             deleted.insert(object)
-            object.flags.remove([.deleted, .pendingDelete])
             unregister(object)
-            object.flags.insert(.invalid)
+            object.state.didSaveDelete()
         }
-        insertedObjects = []
-        updatedObjects = []
-        deletedObjects = []
+        changes.removeSaved()
         if !retainsRegisteredObjects { retained = [] }
         // Objects stay alive through the notification and didSave().
         for object in inserted { object.didSave() }

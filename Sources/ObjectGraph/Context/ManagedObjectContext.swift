@@ -367,7 +367,7 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
     }
 
     private func endOfBlock() {
-        if !pendingDeletes.isEmpty || !unreported.isEmpty { processPendingChanges() }
+        if !changes.pendingDeletes.isEmpty || !changes.unreported.isEmpty { processPendingChanges() }
     }
 
     // MARK: - Locking

@@ -157,9 +157,8 @@ extension ManagedObjectContext {
         }
         object.values = values
         object.snapshot = newer
-        if object.changedIndices.isEmpty && !object.isInserted && !object.isDeleted {
-            object.flags.remove(.updated)
-            updatedObjects.remove(object)
+        if object.changedIndices.isEmpty && object.state.settleIfNoChangesLeft() {
+            changes.forgetUpdate(object)
         }
     }
 
@@ -179,18 +178,18 @@ extension ManagedObjectContext {
                     // The context's object wins: written again, under its ID.
                     object.snapshot = nil
                     object.changedIndices = []
-                    object.flags.remove(.updated)
-                    object.flags.insert(.inserted)
-                    updatedObjects.remove(object)
-                    insertedObjects.insert(object)
+                    object.state.reinsert()
+                    changes.forgetUpdate(object)
+                    changes.recordInsert(object)
                     retained.insert(object)
                 }
                 continue
             }
             if object.isDeleted {
                 if mergePolicy.type == .rollback {
-                    deletedObjects.remove(object)
-                    object.flags.remove([.deleted, .pendingDelete])
+                    object.state.discardChanges()
+                    changes.forgetDelete(object)
+                    changes.forgetUpdate(object)
                     object.values = persisted.values
                     object.changedIndices = []
                     object.toMany = [:]
@@ -248,17 +247,14 @@ extension ManagedObjectContext {
             else { throw error }
             if let other = registered[existing]?.object, other !== object {
                 // The existing row was registered here as another object: the inserted one replaces it.
-                updatedObjects.remove(other)
-                unregister(other)
-                other.flags = [.invalid]
+                invalidate(other)
             }
             let temporary = object.objectID
             registered[temporary] = nil
             aliases[temporary] = existing
             object.objectID = existing
             registered[existing] = WeakObject(object)
-            insertedObjects.remove(object)
-            object.flags.remove(.inserted)
+            changes.forgetInsert(object)
             object.snapshot = persisted
             switch mergePolicy.type {
             case .mergeByPropertyObjectTrump, .overwrite:
@@ -268,8 +264,8 @@ extension ManagedObjectContext {
                     if let relationship = property as? RelationshipDescription, relationship.isToMany { continue }
                     object.changedIndices.insert(property.index)
                 }
-                object.flags.insert(.updated)
-                updatedObjects.insert(object)
+                object.state.becomeExistingRow(changed: true)
+                changes.recordUpdate(object)
             default:
                 var values = persisted.values
                 for attribute in object.entity.attributes where attribute.isTransient { values[attribute.index] = object.values[attribute.index] }
@@ -277,10 +273,8 @@ extension ManagedObjectContext {
                 object.boxed = [:]
                 object.changedIndices = []
                 let relationshipChanges = object.toMany.values.contains(where: \.hasChanges)
-                if relationshipChanges {
-                    object.flags.insert(.updated)
-                    updatedObjects.insert(object)
-                }
+                object.state.becomeExistingRow(changed: relationshipChanges)
+                if relationshipChanges { changes.recordUpdate(object) }
             }
             retained.insert(object)
         }

@@ -41,27 +41,10 @@ open class ManagedObject: Hashable, CustomStringConvertible {
     @exclusivity(unchecked) var toMany: [Int: RelationshipValue] = [:]
     /// Decoded transformable values and values of the wrong type, by property index.
     @exclusivity(unchecked) var boxed: [Int: Any] = [:]
-    /// Lifecycle state.
-    @exclusivity(unchecked) var flags: Flags = []
+    /// Lifecycle state: the phase and the marks other owners keep; changed only by its transitions.
+    @exclusivity(unchecked) var state = ObjectState()
     /// For objects of a batched fetch: the batch to fulfil together.
     @exclusivity(unchecked) var batch: FaultBatch?
-
-    struct Flags: OptionSet {
-        let rawValue: UInt16
-        static let fault = Flags(rawValue: 1 << 0)
-        static let inserted = Flags(rawValue: 1 << 1)
-        static let deleted = Flags(rawValue: 1 << 2)
-        static let updated = Flags(rawValue: 1 << 3)
-        static let holdsRowCache = Flags(rawValue: 1 << 4)
-        static let invalid = Flags(rawValue: 1 << 5)
-        static let pendingDelete = Flags(rawValue: 1 << 6)
-        /// Changed since the last `objectsDidChangeNotification` (listed in the context's `unreported`).
-        static let unreported = Flags(rawValue: 1 << 7)
-        /// Its insert was reported by an `objectsDidChangeNotification`.
-        static let insertReported = Flags(rawValue: 1 << 8)
-        /// Deleted by another context's save, merged here: deleted until this context saves.
-        static let deletedElsewhere = Flags(rawValue: 1 << 9)
-    }
 
     /// Creates an object of `entity`, inserted into `context` when one is given.
     ///
@@ -85,8 +68,8 @@ open class ManagedObject: Hashable, CustomStringConvertible {
 
     deinit {
         // Whatever thread drops the last reference: only the row cache (behind its lock) is touched.
-        // The context's identity map holds the object weakly and forgets it on its own queue.
-        if flags.contains(.holdsRowCache), let cache = managedObjectContext?.persistentStoreCoordinator?.rowCache {
+        // The context's identity map does not retain the object and forgets it on its own queue.
+        if state.holdsRowCache, let cache = managedObjectContext?.persistentStoreCoordinator?.rowCache {
             cache.release(CollectionOfOne(objectID))
         }
     }
@@ -108,15 +91,15 @@ open class ManagedObject: Hashable, CustomStringConvertible {
     // MARK: - State
 
     /// Whether the object's values have not been read from the store yet.
-    public var isFault: Bool { flags.contains(.fault) }
+    public var isFault: Bool { state.isFault }
     /// Whether the object was inserted and not yet saved.
-    public var isInserted: Bool { flags.contains(.inserted) }
+    public var isInserted: Bool { state.isInserted }
     /// Whether the object was deleted and the delete not yet saved.
-    public var isDeleted: Bool { flags.contains(.deleted) }
+    public var isDeleted: Bool { state.isDeleted }
     /// Whether the object has unsaved changes to its values (not inserted, not deleted).
-    public var isUpdated: Bool { flags.contains(.updated) }
+    public var isUpdated: Bool { state.isUpdated }
     /// Whether the object is inserted, updated or deleted.
-    public var hasChanges: Bool { !flags.isDisjoint(with: [.inserted, .updated, .deleted]) }
+    public var hasChanges: Bool { state.hasChanges }
     /// Whether the object has changes that would be saved (Core Data's `hasPersistentChangedValues`).
     public var hasPersistentChangedValues: Bool {
         changedIndices.contains { index in !((entity.properties[index] as? AttributeDescription)?.isTransient ?? false) }
@@ -280,7 +263,7 @@ open class ManagedObject: Hashable, CustomStringConvertible {
     }
 
     func fireFaultIfNeeded() {
-        if flags.contains(.fault) {
+        if state.isFault {
             guard let context = managedObjectContext else {
                 fatalError("ObjectGraph: object \(objectID) is a fault with no context (its context was reset or deallocated); it cannot be read")
             }
@@ -301,7 +284,7 @@ open class ManagedObject: Hashable, CustomStringConvertible {
             }
         } else if let converted = Value.converting(newValue, to: attribute.attributeType, valueType: nil) {
             if !boxed.isEmpty { boxed[index] = nil }
-            if tracking, !flags.contains(.inserted), values[index] == converted, !changedIndices.contains(index) { return }
+            if tracking, !state.isInserted, values[index] == converted, !changedIndices.contains(index) { return }
             values[index] = converted
         } else {
             // The wrong type: kept as given, refused by validation at save.
@@ -314,10 +297,11 @@ open class ManagedObject: Hashable, CustomStringConvertible {
     @inline(__always)
     func markChanged(_ index: Int) {
         changedIndices.insert(index)
-        if !flags.contains(.unreported) { managedObjectContext?.noteUnreportedChange(self) }
-        if !flags.contains(.inserted) && !flags.contains(.deleted) && !flags.contains(.updated) {
-            flags.insert(.updated)
-            managedObjectContext?.objectDidBecomeUpdated(self)
+        guard let context = managedObjectContext else { return }
+        if !state.marks.contains(.unreported) { context.noteUnreportedChange(self) }
+        if state.change() {
+            context.changes.recordUpdate(self)
+            context.retained.insert(self)
         }
     }
 
@@ -325,7 +309,7 @@ open class ManagedObject: Hashable, CustomStringConvertible {
 
     func relationshipValue(_ relationship: RelationshipDescription) -> RelationshipValue {
         if let value = toMany[relationship.index] { return value }
-        let value = RelationshipValue(isOrdered: relationship.isOrdered, loaded: flags.contains(.inserted))
+        let value = RelationshipValue(isOrdered: relationship.isOrdered, loaded: state.isInserted)
         toMany[relationship.index] = value
         return value
     }
