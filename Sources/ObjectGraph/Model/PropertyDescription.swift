@@ -175,6 +175,7 @@ public final class AttributeDescription: PropertyDescription, @unchecked Sendabl
         copy.allowsExternalBinaryDataStorage = allowsExternalBinaryDataStorage
         copy.preservesValueInHistoryOnDeletion = preservesValueInHistoryOnDeletion
         copy.coreDataAttributeTypeCode = coreDataAttributeTypeCode
+        copy.derivation = derivation
         return copy
     }
 
@@ -196,6 +197,9 @@ public final class AttributeDescription: PropertyDescription, @unchecked Sendabl
     /// Core Data's `NSAttributeType` raw value when it has no ``AttributeType`` of its own (a composite
     /// or undefined attribute read from a model file); otherwise derived from ``attributeType``.
     var coreDataAttributeTypeCode: UInt?
+    /// For a derived attribute read from a Core Data model, its derivation expression and filtering
+    /// predicate in Core Data's predicate format: Core Data hashes these instead of the attribute.
+    var derivation: (expression: String, filter: String?)?
 }
 
 /// A relationship between entities (`NSRelationshipDescription`).

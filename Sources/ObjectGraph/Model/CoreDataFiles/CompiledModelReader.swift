@@ -42,6 +42,7 @@ enum CompiledModelReader {
                 guard names.insert(entity.name).inserted else { throw Invalid(reason: "entity '\(entity.name)' appears twice") }
                 contents.entities.append(entity)
             }
+            Self.removeInheritedCopies(from: &contents)
             for (name, reference) in try archive.entries(model.fields["NSConfigurations"]) {
                 contents.configurations[name] = try archive.elements(reference).compactMap { element in
                     try archive.object(element).flatMap { try archive.string($0.fields["NSEntityName"]) }
@@ -51,6 +52,40 @@ enum CompiledModelReader {
                 contents.report(.fetchRequestTemplate, nil, nil, name)
             }
             return contents
+        }
+
+        /// A model Core Data cached in a store is flattened: a sub-entity lists copies of the properties
+        /// it inherits. ObjectGraph's entities declare only their own, so the copies (and the reports
+        /// about them) are dropped.
+        static func removeInheritedCopies(from contents: inout CoreDataModelContents) {
+            let byName = Dictionary(contents.entities.map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first })
+            func inheritedNames(_ entity: EntityDescription) -> Set<String> {
+                var names: Set<String> = [], seen: Set<String> = [entity.name]
+                var next = entity.superentityName
+                while let name = next, seen.insert(name).inserted, let ancestor = byName[name] {
+                    names.formUnion(ancestor.declaredProperties.map(\.name))
+                    names.formUnion(contents.unsupportedFeatures.filter { $0.entityName == name }.compactMap(\.propertyName))
+                    next = ancestor.superentityName
+                }
+                return names
+            }
+            let inherited = Dictionary(uniqueKeysWithValues: contents.entities.map { ($0.name, inheritedNames($0)) })
+            contents.unsupportedFeatures.removeAll { feature in
+                guard let entity = feature.entityName, let property = feature.propertyName else { return false }
+                return inherited[entity]?.contains(property) ?? false
+            }
+            contents.entities = contents.entities.map { entity in
+                guard let names = inherited[entity.name], entity.declaredProperties.contains(where: { names.contains($0.name) }) else { return entity }
+                let own = EntityDescription(
+                    name: entity.name, superentity: entity.superentityName, isAbstract: entity.isAbstract,
+                    properties: entity.declaredProperties.filter { !names.contains($0.name) },
+                    uniquenessConstraints: entity.uniquenessConstraints, indexes: entity.indexes)
+                own.userInfo = entity.userInfo
+                own.renamingIdentifier = entity.renamingIdentifier
+                own.versionHashModifier = entity.versionHashModifier
+                own.managedObjectClassName = entity.managedObjectClassName
+                return own
+            }
         }
 
         func bool(_ object: KeyedArchive.Object, _ key: String) throws -> Bool { try archive.value(object.fields[key])?.boolean ?? false }
@@ -159,7 +194,17 @@ enum CompiledModelReader {
                 attribute.allowsExternalBinaryDataStorage = attributeFlags & 4 != 0
                 attribute.preservesValueInHistoryOnDeletion = attributeFlags & 0x10 != 0
                 if object.className == "NSDerivedAttributeDescription" {
-                    contents.report(.derivedAttribute, entity, name, "derived by an expression Core Data evaluates in SQL triggers")
+                    let expression = try archive.object(object.fields["NSDerivationExpression"])
+                        .flatMap { try ArchivedExpressionFormat.expression($0, in: archive) }
+                    let filterObject = try archive.object(object.fields["NSFilteringPredicate"])
+                    let filter = try filterObject.flatMap { try ArchivedExpressionFormat.predicate($0, in: archive) }
+                    if let expression, filterObject == nil || filter != nil {
+                        attribute.derivation = (expression, filter)
+                        contents.report(.derivedAttribute, entity, name, expression + (filter.map { " where \($0)" } ?? ""))
+                    } else {
+                        attribute.derivation = (expression ?? "", filter)
+                        contents.report(.derivedAttribute, entity, name, "an expression ObjectGraph cannot print; its version hash may differ from Core Data's")
+                    }
                 }
                 property = attribute
             case "NSRelationshipDescription":

@@ -7,6 +7,8 @@ import Foundation
 // - property:     name, flags (UInt16: optional 1, transient 2, read-only 4), versionHashModifier
 // - attribute:    property hash, NSAttributeType (UInt32), 0x01 if external binary storage,
 //                 0x01 if preserved in history on deletion
+// - derived attribute: its derivation expression's predicate format, then its filtering
+//                 predicate's (Core Data leaves the attribute's own hash out)
 // - relationship: property hash, destination entity name, inverse name (unless the relationship is
 //                 its own inverse), maxCount (UInt32, 1 for a to-one), minCount (UInt32),
 //                 0x01 0x00 if ordered
@@ -51,6 +53,13 @@ extension PropertyDescription {
     /// A relationship's hash names its inverse, so read it on a property of a built model.
     public var versionHash: Data {
         var hasher = SHA256()
+        if let attribute = self as? AttributeDescription, let derivation = attribute.derivation {
+            // Core Data hashes a derived attribute by its derivation alone (NSDerivedAttributeDescription
+            // computes the attribute's hash and leaves it out).
+            hasher.update(derivation.expression)
+            if let filter = derivation.filter { hasher.update(filter) }
+            return hasher.finalize()
+        }
         hasher.update(basePropertyHash)
         switch self {
         case let attribute as AttributeDescription:

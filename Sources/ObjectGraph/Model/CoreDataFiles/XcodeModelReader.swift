@@ -143,7 +143,9 @@ enum XcodeModelReader {
         attribute.preservesValueInHistoryOnDeletion = element.isYes("preserveAfterDeletion")
         if element.isYes("derived") {
             attribute.isReadOnly = true
-            contents.report(.derivedAttribute, entity, name, element["derivationExpression"] ?? "")
+            let expression = ArchivedExpressionFormat.derivationFormat(xcodeText: element["derivationExpression"] ?? "")
+            attribute.derivation = (expression, nil)
+            contents.report(.derivedAttribute, entity, name, expression)
         }
         return attribute
     }
