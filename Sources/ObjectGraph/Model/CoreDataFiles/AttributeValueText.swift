@@ -27,7 +27,7 @@ enum AttributeValueText {
         let text = type == .date ? element["defaultDateTimeInterval"] : element["defaultValueString"]
         guard let text else { return nil }
         if let value = value(text, type: type) { return value }
-        contents.report(.unreadableDefaultValue, entity, name, "'\(text)' for a \(type) attribute")
+        contents.report(.unreadableDefaultValue, entity, name, "'\(text)' is not a valid \(type) value")
         return nil
     }
 

@@ -264,7 +264,13 @@ enum CompiledModelReader {
             case .boolean(let flag): read = type == .boolean ? flag : nil
             case .data(let data): read = type == .binaryData ? data : nil
             case .dictionary(let fields):
-                if let seconds = fields["NS.time"], case .real(let interval) = seconds {
+                if case .data(let mantissa)? = fields["NS.mantissa"], let exponent = fields["NS.exponent"]?.integer {
+                    // NSDecimalNumber: a little-endian mantissa, a power of ten, a sign.
+                    var magnitude = Decimal(0)
+                    for byte in mantissa.reversed() { magnitude = magnitude * 256 + Decimal(Int(byte)) }
+                    let scaled = Decimal(sign: fields["NS.negative"]?.boolean == true ? .minus : .plus, exponent: Int(exponent), significand: magnitude)
+                    read = type == .decimal ? scaled : AttributeValueText.value("\(scaled)", type: type)
+                } else if let seconds = fields["NS.time"], case .real(let interval) = seconds {
                     read = Date(timeIntervalSinceReferenceDate: interval)
                 } else if case .data(let bytes)? = fields["NS.uuidbytes"], bytes.count == 16 {
                     read = UUID(uuid: (bytes[0], bytes[1], bytes[2], bytes[3], bytes[4], bytes[5], bytes[6], bytes[7],
@@ -278,7 +284,7 @@ enum CompiledModelReader {
                 }
             default: read = nil
             }
-            if read == nil { contents.report(.unreadableDefaultValue, entity, name, "\(value) for a \(type) attribute") }
+            if read == nil { contents.report(.unreadableDefaultValue, entity, name, "\(value) is not a valid \(type) value") }
             return read
         }
     }
