@@ -57,6 +57,7 @@ struct ModelCacheTests {
         #expect(model.entityVersionHashesByName == (try CoreDataFixtures.versionHashes(ofStore: store)))
         #expect(model.versionChecksum == metadata["NSStoreModelVersionChecksumKey"] as? String)
         #expect(model.versionChecksum == "rKAqeFkeBuVpMQIEEEFvBGH45XUJ88ai7Pdmz4VqQkE=")
+        #expect(model.versionHashesDigest == metadata["NSStoreModelVersionHashesDigest"] as? String)
         #expect(Set(model.entitiesByName.keys) == ["Author", "Book", "Feedback", "GraphicNovel", "Page", "Writer"])
         let writer = try #require(model.entitiesByName["Writer"])
         #expect(writer.isAbstract && writer.superentity == nil)

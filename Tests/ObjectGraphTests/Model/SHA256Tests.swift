@@ -42,3 +42,25 @@ struct SHA256Tests {
         #expect(hasher.finalize() == SHA256.hash([0xBC, 0x02, 0x00, 0x00]))
     }
 }
+
+@Suite("SHA-512")
+struct SHA512Tests {
+    private func hex(_ data: Data) -> String { data.map { String(format: "%02x", $0) }.joined() }
+
+    @Test("digests match the FIPS 180-2 test vectors")
+    func fipsVectors() {
+        #expect(hex(SHA512.hash(Array("abc".utf8)))
+            == "ddaf35a193617abacc417349ae20413112e6fa4e89a97ea20a9eeee64b55d39a2192992a274fc1a836ba3c23a3feebbd454d4423643ce80e2a9ac94fa54ca49f")
+        #expect(hex(SHA512.hash([UInt8]()))
+            == "cf83e1357eefb8bdf1542850d66d8007d620e4050b5715dc83f4a921d36ce9ce47d0d13c5d85f2b0ff8318d2877eec2f63b931bd47417a81a538327af927da3e")
+        let long = "abcdefghbcdefghicdefghijdefghijkefghijklfghijklmghijklmnhijklmnoijklmnopjklmnopqklmnopqrlmnopqrsmnopqrstnopqrstu"
+        #expect(hex(SHA512.hash(Array(long.utf8)))
+            == "8e959b75dae313da8cf4f72814fc143f8f7779c6eb9f7fa17299aeadb6889018501d289e4900f7e4331b99dec4b5433ac7d329eeb6dd26545e96e55b874be909")
+    }
+
+    @Test("a million 'a's digest to the FIPS vector")
+    func millionAs() {
+        #expect(hex(SHA512.hash([UInt8](repeating: UInt8(ascii: "a"), count: 1_000_000)))
+            == "e718483d0ce769644e2e42c7bc15b4638e1f98b13b2044285632a803afa973ebde0ff244877ea60a4cb0432ce577c31beb009c5c2c49aa2e4eadb217ad8cc09b")
+    }
+}

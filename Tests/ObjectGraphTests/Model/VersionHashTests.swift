@@ -84,6 +84,7 @@ struct VersionHashTests {
         let model = try ManagedObjectModel(
             contentsOf: CoreDataFixtures.url("coredataplus-samplemodel3/SampleModel3.xcdatamodeld/SampleModel3.xcdatamodel"))
         #expect(model.versionChecksum == expected)
+        #expect(model.versionHashesDigest == metadata["NSStoreModelVersionHashesDigest"] as? String)
         let other = try ManagedObjectModel(
             contentsOf: CoreDataFixtures.url("coredataplus-samplemodel3/SampleModel3.xcdatamodeld/SampleModel3_v2.xcdatamodel"))
         #expect(other.versionChecksum != expected)

@@ -17,6 +17,8 @@ import Foundation
 //                 versionHashModifier, each uniqueness constraint joined with "." in sorted order
 // - model checksum (NSStoreModelVersionChecksumKey): base64 of SHA-256 over the entity hashes in
 //                 entity-name order.
+// - hashes digest (NSStoreModelVersionHashesDigest): base64 of SHA-512 over each entity's name and
+//                 hash, in entity-name order.
 //
 // Delete rules, defaults, indexes, validation, class names, renaming identifiers and user info are
 // not part of a hash, as in Core Data.
@@ -141,6 +143,18 @@ extension ManagedObjectModel {
         var hasher = SHA256()
         for entity in entities.sorted(by: { $0.name.utf8.lexicographicallyPrecedes($1.name.utf8) }) {
             hasher.update(entity.versionHash)
+        }
+        return hasher.finalize().base64EncodedString()
+    }
+
+    /// The digest of the version hashes Core Data writes as `NSStoreModelVersionHashesDigest` in a
+    /// store's metadata (with `NSStoreModelVersionHashesVersion` 3): the base64 of SHA-512 over each
+    /// entity's name and hash, in entity-name order.
+    var versionHashesDigest: String {
+        var hasher = SHA512()
+        for (name, hash) in entityVersionHashesByName.sorted(by: { $0.key.utf8.lexicographicallyPrecedes($1.key.utf8) }) {
+            hasher.update(name)
+            hasher.update(hash)
         }
         return hasher.finalize().base64EncodedString()
     }
