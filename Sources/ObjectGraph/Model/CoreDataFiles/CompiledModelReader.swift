@@ -264,7 +264,8 @@ enum CompiledModelReader {
             case .boolean(let flag): read = type == .boolean ? flag : nil
             case .data(let data): read = type == .binaryData ? data : nil
             case .dictionary(let fields):
-                if case .data(let mantissa)? = fields["NS.mantissa"], let exponent = fields["NS.exponent"]?.integer {
+                if case .data(let mantissa)? = fields["NS.mantissa"], mantissa.count <= 16,
+                   let exponent = fields["NS.exponent"]?.integer, (-128...127).contains(exponent) {
                     // NSDecimalNumber: a little-endian mantissa, a power of ten, a sign.
                     var magnitude = Decimal(0)
                     for byte in mantissa.reversed() { magnitude = magnitude * 256 + Decimal(Int(byte)) }
