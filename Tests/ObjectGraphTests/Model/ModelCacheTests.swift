@@ -81,4 +81,31 @@ struct ModelCacheTests {
         #expect(model.entitiesByName["GraphicNovel"]?.declaredProperties.map(\.name) == ["isBlackAndWhite"], "inherited copies are dropped")
         #expect(model.validationErrors.isEmpty, "\(model.validationErrors)")
     }
+
+    @Test("corrupted model caches (compressed and decompressed) throw or load, and never crash")
+    func corruptedCaches() throws {
+        let store = try CoreDataFixtures.url("coredataplus-samplemodel2-storeonly/stores/SampleModel2_V2.sqlite")
+        let blob = try #require(try CoreDataFixtures.withCopy(of: store) { try Data.fetchOne($0, sql: "SELECT Z_CONTENT FROM Z_MODELCACHE") })
+        let archive = try Inflate.decompress(blob)
+        var generator = SplitMix64(seed: 1344)
+        var refused = 0
+        for _ in 0..<300 {
+            var bytes = [UInt8](blob)
+            bytes[Int(generator.next() % UInt64(bytes.count))] ^= UInt8(truncatingIfNeeded: generator.next() | 1)
+            do { _ = try Inflate.decompress(Data(bytes), limit: 1 << 20) } catch { refused += 1 }
+        }
+        #expect(refused > 0)
+        for _ in 0..<300 {
+            var bytes = [UInt8](archive)
+            for _ in 0..<Int(generator.next() % 3 + 1) {
+                bytes[Int(generator.next() % UInt64(bytes.count))] = UInt8(truncatingIfNeeded: generator.next())
+            }
+            if let contents = try? CompiledModelReader.read(Data(bytes)) {
+                _ = ManagedObjectModel(entities: contents.entities).entityVersionHashesByName
+            }
+        }
+        for length in stride(from: 0, to: blob.count, by: 97) {
+            #expect(throws: Inflate.Malformed.self) { try Inflate.decompress(blob.prefix(length)) }
+        }
+    }
 }
