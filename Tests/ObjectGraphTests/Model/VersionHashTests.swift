@@ -114,4 +114,16 @@ struct VersionHashTests {
         modified.versionHashModifier = "v2"
         #expect(base != hash([modified]))
     }
+
+    @Test("a relationship that is its own inverse hashes without the inverse's name, as in Core Data; any other inverse is hashed")
+    func selfInverse() throws {
+        func spouseHash(inverse: String?) -> Data {
+            let model = ManagedObjectModel(entities: [EntityDescription(name: "Person", properties: [
+                .relationship("spouse", destination: "Person", inverse: inverse), .relationship("partner", destination: "Person", inverse: "partner"),
+            ])])
+            return model.entitiesByName["Person"]!.relationshipsByName["spouse"]!.versionHash
+        }
+        #expect(spouseHash(inverse: "spouse") == spouseHash(inverse: nil))
+        #expect(spouseHash(inverse: "partner") != spouseHash(inverse: nil))
+    }
 }

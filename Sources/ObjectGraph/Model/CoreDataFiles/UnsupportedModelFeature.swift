@@ -12,8 +12,10 @@ import Foundation
 public struct UnsupportedModelFeature: Sendable, Hashable, CustomStringConvertible {
     /// The kind of an unsupported feature.
     public struct Kind: Hashable, Sendable, CustomStringConvertible {
+        /// The kind in words ("fetched property", "derived attribute", ...).
         public let rawValue: String
         init(_ rawValue: String) { self.rawValue = rawValue }
+        /// The kind in words, as ``rawValue``.
         public var description: String { rawValue }
 
         /// A fetched property (`NSFetchedPropertyDescription`): not loaded. It is not stored, and not
@@ -50,6 +52,12 @@ public struct UnsupportedModelFeature: Sendable, Hashable, CustomStringConvertib
     /// Details from the model file (a derivation expression, a fetch request's entity, a default's text).
     public let detail: String
 
+    /// Creates a report (ObjectGraph's model readers make them; a tool that reads other formats may too).
+    ///
+    /// ```swift
+    /// UnsupportedModelFeature(kind: .fetchedProperty, entityName: "Author", propertyName: "feedbacks",
+    ///                         detail: "fetch request on Feedback")
+    /// ```
     public init(kind: Kind, entityName: String?, propertyName: String?, detail: String) {
         self.kind = kind
         self.entityName = entityName
@@ -57,6 +65,7 @@ public struct UnsupportedModelFeature: Sendable, Hashable, CustomStringConvertib
         self.detail = detail
     }
 
+    /// "Entity.property: kind (detail)", or "model: kind (detail)" for a model-level feature.
     public var description: String {
         let place = [entityName, propertyName].compactMap { $0 }.joined(separator: ".")
         return (place.isEmpty ? "model" : place) + ": \(kind)" + (detail.isEmpty ? "" : " (\(detail))")
