@@ -65,6 +65,10 @@ struct ModelCacheTests {
         #expect(model.entitiesByName["GraphicNovel"]?.superentity?.name == "Book")
         #expect(model.configurations.count == 2)
         #expect(model.configurations.contains("SampleConfigurationV2Part2"))
+        for configuration in model.configurations {
+            let members = model.entities(forConfigurationName: configuration) ?? []
+            #expect(!members.isEmpty && members.allSatisfy { model.entitiesByName[$0.name] === $0 }, "\(configuration)")
+        }
         let types = Set(model.entities.flatMap { $0.attributesByName.values.map(\.attributeType) })
         #expect(types.isSuperset(of: [.uuid, .decimal, .double, .integer64]))
 
