@@ -56,7 +56,10 @@ extension ManagedObjectModel {
                     let description = PropertyDescription.attribute(
                         property.name, attributeType, isOptional: isOptional, defaultValue: defaultValue, valueType: valueType,
                         isIndexed: property.attributeOptions.options.contains(.indexed))
-                    if let originalName = property.attributeOptions.originalName { description.userInfo["originalName"] = originalName }
+                    if let originalName = property.attributeOptions.originalName {
+                        description.userInfo["originalName"] = originalName
+                        description.renamingIdentifier = originalName
+                    }
                     return description
                 case .relationship(let destination, let isToMany, let isOrdered, let isOptional):
                     let options = property.relationshipOptions

@@ -30,6 +30,41 @@ public final class EntityDescription: @unchecked Sendable, Hashable, CustomStrin
     /// Free-form information, as in Core Data.
     public var userInfo: [String: String] = [:]
 
+    /// The entity's name in the model version it was renamed from, as in Core Data: a lightweight
+    /// migration maps an entity of the old model onto the new one whose renaming identifier is the old name.
+    ///
+    /// ```swift
+    /// let note = EntityDescription(name: "Note", properties: [...])
+    /// note.renamingIdentifier = "Memo"   // was "Memo" in the previous version
+    /// ```
+    ///
+    /// It is a programmer error to set it once the entity's model is built.
+    public var renamingIdentifier: String? {
+        get { buildTimeFields.renamingIdentifier }
+        set {
+            precondition(managedObjectModel == nil, "renamingIdentifier of entity '\(name)' set after its model was built")
+            buildTimeFields.renamingIdentifier = newValue
+        }
+    }
+
+    /// A string mixed into the entity's version hash (Core Data's `versionHashModifier`), to mark a
+    /// change of meaning that leaves the schema as it was.
+    ///
+    /// It is a programmer error to set it once the entity's model is built.
+    public var versionHashModifier: String? {
+        get { buildTimeFields.versionHashModifier }
+        set {
+            precondition(managedObjectModel == nil, "versionHashModifier of entity '\(name)' set after its model was built")
+            buildTimeFields.versionHashModifier = newValue
+        }
+    }
+
+    /// For an entity read from a Core Data model, the name of its class in the app
+    /// (Core Data's `managedObjectClassName`, Xcode's "class").
+    public internal(set) var managedObjectClassName: String?
+
+    private var buildTimeFields = (renamingIdentifier: String?.none, versionHashModifier: String?.none)
+
     /// The model the entity belongs to.
     public internal(set) weak var managedObjectModel: ManagedObjectModel?
     /// The entity this one inherits from.
@@ -78,6 +113,8 @@ public final class EntityDescription: @unchecked Sendable, Hashable, CustomStrin
             name: name, managedObjectClass: managedObjectClass, superentity: superentityName, isAbstract: isAbstract,
             properties: declaredProperties.map { $0.copy() }, uniquenessConstraints: uniquenessConstraints, indexes: indexes)
         copy.userInfo = userInfo
+        copy.buildTimeFields = buildTimeFields
+        copy.managedObjectClassName = managedObjectClassName
         return copy
     }
 

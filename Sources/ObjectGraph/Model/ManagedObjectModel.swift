@@ -20,6 +20,10 @@ public final class ManagedObjectModel: @unchecked Sendable, CustomStringConverti
     public let versionHash: String
     /// Version identifiers, free-form, as in Core Data.
     public var versionIdentifiers: Set<String> = []
+    /// What a Core Data model file holds that ObjectGraph loaded without acting on it, or did not load
+    /// (fetched properties, derived and composite attributes, fetch request templates): empty for a
+    /// model built in code. See <doc:OpeningCoreDataStores>.
+    public internal(set) var unsupportedFeatures: [UnsupportedModelFeature] = []
 
     /// Named configurations: sets of entities a store can be added with.
     private let configurationEntities = Protected<[String: [EntityDescription]]>([:])

@@ -25,6 +25,48 @@ public class PropertyDescription: @unchecked Sendable, CustomStringConvertible {
     /// Free-form information, as in Core Data.
     public var userInfo: [String: String] = [:]
 
+    /// The property's name in the model version it was renamed from, as in Core Data: a lightweight
+    /// migration maps a property of the old model onto the new one whose renaming identifier is the old name.
+    ///
+    /// ```swift
+    /// let title = PropertyDescription.attribute("title", .string)
+    /// title.renamingIdentifier = "name"   // was "name" in the previous version
+    /// ```
+    ///
+    /// It is a programmer error to set it once the model that owns the property is built.
+    public var renamingIdentifier: String? {
+        get { buildTimeFields.renamingIdentifier }
+        set {
+            precondition(entity?.managedObjectModel == nil, "renamingIdentifier of '\(name)' set after its model was built")
+            buildTimeFields.renamingIdentifier = newValue
+        }
+    }
+
+    /// A string mixed into the property's version hash (Core Data's `versionHashModifier`), to mark a
+    /// change of meaning that leaves the schema as it was.
+    ///
+    /// It is a programmer error to set it once the model that owns the property is built.
+    public var versionHashModifier: String? {
+        get { buildTimeFields.versionHashModifier }
+        set {
+            precondition(entity?.managedObjectModel == nil, "versionHashModifier of '\(name)' set after its model was built")
+            buildTimeFields.versionHashModifier = newValue
+        }
+    }
+
+    /// Whether Core Data's model marks the property read-only (derived attributes are); part of the
+    /// version hash.
+    var isReadOnly = false
+    /// Fields a model file sets while it is read; frozen with the model.
+    private var buildTimeFields = (renamingIdentifier: String?.none, versionHashModifier: String?.none)
+
+    /// Copies the fields a model file sets onto `copy`.
+    func copyFileFields(to copy: PropertyDescription) {
+        copy.userInfo = userInfo
+        copy.buildTimeFields = buildTimeFields
+        copy.isReadOnly = isReadOnly
+    }
+
     /// The entity that declares the property.
     public internal(set) weak var entity: EntityDescription?
     /// Position of the property in the values of every object of its entity and its sub-entities.
@@ -127,12 +169,37 @@ public final class AttributeDescription: PropertyDescription, @unchecked Sendabl
             name: name, attributeType: attributeType, isOptional: isOptional, defaultValue: defaultValue,
             isTransient: isTransient, minimum: minimum, maximum: maximum, minimumLength: minimumLength,
             maximumLength: maximumLength, regularExpression: regularExpression, valueType: valueType, isIndexed: isIndexed)
-        copy.userInfo = userInfo
+        copyFileFields(to: copy)
+        copy.valueTransformerName = valueTransformerName
+        copy.attributeValueClassName = attributeValueClassName
+        copy.allowsExternalBinaryDataStorage = allowsExternalBinaryDataStorage
+        copy.preservesValueInHistoryOnDeletion = preservesValueInHistoryOnDeletion
+        copy.coreDataAttributeTypeCode = coreDataAttributeTypeCode
+        copy.derivation = derivation
         return copy
     }
 
     /// Core Data's name for the default value.
     public var defaultValueForAttribute: (any Sendable)? { defaultValue }
+
+    /// For a transformable attribute read from a Core Data model, the name of its value transformer
+    /// (Core Data's `valueTransformerName`); nil when the model names none.
+    public internal(set) var valueTransformerName: String?
+    /// For an attribute read from a Core Data model, the class its values have in Core Data
+    /// (`attributeValueClassName`, Xcode's "custom class").
+    public internal(set) var attributeValueClassName: String?
+    /// Whether Core Data may keep large values of this binary attribute in files beside the store
+    /// (Core Data's `allowsExternalBinaryDataStorage`); part of the version hash.
+    public internal(set) var allowsExternalBinaryDataStorage = false
+    /// Whether the value is kept in persistent history when the object is deleted (Core Data's
+    /// `preservesValueInHistoryOnDeletion`, Xcode's "preserve after deletion"); part of the version hash.
+    public internal(set) var preservesValueInHistoryOnDeletion = false
+    /// Core Data's `NSAttributeType` raw value when it has no ``AttributeType`` of its own (a composite
+    /// or undefined attribute read from a model file); otherwise derived from ``attributeType``.
+    var coreDataAttributeTypeCode: UInt?
+    /// For a derived attribute read from a Core Data model, its derivation expression and filtering
+    /// predicate in Core Data's predicate format: Core Data hashes these instead of the attribute.
+    var derivation: (expression: String, filter: String?)?
 }
 
 /// A relationship between entities (`NSRelationshipDescription`).
@@ -159,7 +226,7 @@ public final class RelationshipDescription: PropertyDescription, @unchecked Send
     public init(
         name: String, destinationEntityName: String, isToMany: Bool = false, isOrdered: Bool = false,
         inverseName: String? = nil, deleteRule: DeleteRule = .nullify, isOptional: Bool = true,
-        minCount: Int = 0, maxCount: Int = 0
+        minCount: Int = 0, maxCount: Int = 0, isTransient: Bool = false
     ) {
         self.destinationEntityName = destinationEntityName
         self.inverseName = inverseName
@@ -168,15 +235,15 @@ public final class RelationshipDescription: PropertyDescription, @unchecked Send
         self.deleteRule = deleteRule
         self.minCount = minCount
         self.maxCount = maxCount
-        super.init(name: name, isOptional: isOptional, isTransient: false)
+        super.init(name: name, isOptional: isOptional, isTransient: isTransient)
     }
 
     override func copy() -> PropertyDescription {
         let copy = RelationshipDescription(
             name: name, destinationEntityName: destinationEntityName, isToMany: isToMany, isOrdered: isOrdered,
             inverseName: inverseName, deleteRule: deleteRule, isOptional: isOptional, minCount: minCount,
-            maxCount: maxCount)
-        copy.userInfo = userInfo
+            maxCount: maxCount, isTransient: isTransient)
+        copyFileFields(to: copy)
         return copy
     }
 
