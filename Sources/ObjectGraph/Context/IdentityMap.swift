@@ -7,19 +7,25 @@ import Darwin
 #endif
 
 extension ManagedObjectContext {
-    /// Counts a registration, and sweeps the map when there were as many since the last sweep as
-    /// entries were left by it (at least 1024): the work is amortized over the registrations, and
-    /// the map holds at most about twice the live objects, plus 1024.
+    /// Counts a registration, and sweeps the map when at least as many registered objects went
+    /// away since the last sweep as half the entries it left (and at least 1024): a context whose
+    /// objects stay alive never sweeps, and a sweep's work is paid for by the deaths it collects.
     @inline(__always)
     func noteRegistration() {
         identityMapSweep.registrations += 1
-        if identityMapSweep.registrations > max(1024, identityMapSweep.entriesAfterLastSweep) { sweepIdentityMap() }
+        if identityMapSweep.registrations >= 1024,
+           identityMapDeaths.load(ordering: .relaxed) > max(1024, identityMapSweep.entriesAfterLastSweep / 2) {
+            sweepIdentityMap()
+        }
     }
 
     /// Drops the entries of objects that went away. An entry keeps the memory of its dead object
     /// (not its values) until then.
     func sweepIdentityMap() {
+        // Deaths counted from here on may or may not be swept now: they stay counted.
+        let counted = identityMapDeaths.load(ordering: .relaxed)
         registered = registered.filter { $0.value.isAlive }
+        identityMapDeaths.subtract(counted, ordering: .relaxed)
         identityMapSweep = IdentityMapSweep(registrations: 0, entriesAfterLastSweep: registered.count)
     }
 
@@ -29,7 +35,7 @@ extension ManagedObjectContext {
 
 /// When a context's identity map is swept next.
 struct IdentityMapSweep {
-    /// Registrations since the last sweep.
+    /// Registrations since the last sweep (a sweep waits for 1024, so small contexts never pay for one).
     var registrations = 0
     /// How many entries the last sweep left.
     var entriesAfterLastSweep = 0

@@ -150,6 +150,9 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
     var registered: [ManagedObjectID: WeakObject] = [:]
     /// When the identity map is next swept of entries whose objects went away.
     var identityMapSweep = IdentityMapSweep()
+    /// Registered objects that went away since the last sweep, counted by their `deinit` on
+    /// whatever thread dropped them (the only thing it touches here).
+    let identityMapDeaths = Atomic<Int>(0)
     /// Objects kept alive while registered (changed ones, or all with `retainsRegisteredObjects`).
     var retained: Set<ManagedObject> = []
     /// Inserted objects assigned to a store with `assign(_:to:)`, by temporary ID.

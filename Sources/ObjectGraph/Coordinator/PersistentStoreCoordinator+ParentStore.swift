@@ -70,18 +70,37 @@ extension PersistentStoreCoordinator: ParentStore {
     }
 
     func save(_ request: ContextSaveRequest, requester: ManagedObjectContext) throws -> ContextSaveResult {
-        var byStore: [ObjectIdentifier: (store: PersistentStore, request: StoreSaveRequest)] = [:]
-        func add(_ store: PersistentStore, _ body: (inout StoreSaveRequest) -> Void) {
-            // In place: a copy of the entry would copy its growing arrays once per object.
-            body(&byStore[ObjectIdentifier(store), default: (store, StoreSaveRequest())].request)
+        // One request per store, in the order the stores were added, each filled in place (a copy
+        // would copy its growing arrays once per object). Most coordinators have one store: an
+        // object's store is then found without hashing or locking, once per object.
+        let stores = persistentStores
+        var requests = [StoreSaveRequest](repeating: StoreSaveRequest(), count: stores.count)
+        func index(of store: PersistentStore, for id: ManagedObjectID) throws -> Int {
+            if stores.count == 1 && stores[0] === store { return 0 }
+            if let index = stores.firstIndex(where: { $0 === store }) ?? stores.firstIndex(where: { $0.identifier == store.identifier }) {
+                return index
+            }
+            throw ObjectGraphError(
+                .objectNotFound, "\(id) belongs to no store of this coordinator (was its store removed?)", entityName: id.entityName, objectID: id)
         }
         // The store of each entity without an assignment, looked up once per entity.
-        var storesByEntity: [ObjectIdentifier: PersistentStore] = [:]
-        func store(for entity: EntityDescription) throws -> PersistentStore {
-            if let store = storesByEntity[ObjectIdentifier(entity)] { return store }
-            let store = try self.store(for: entity)
-            storesByEntity[ObjectIdentifier(entity)] = store
-            return store
+        var lastEntity: EntityDescription?
+        var lastIndex = 0
+        var indexByEntity: [ObjectIdentifier: Int] = [:]
+        func index(forNew object: ChangedObject) throws -> Int {
+            if let store = object.store { return try index(of: store, for: object.id) }
+            if object.entity === lastEntity { return lastIndex }
+            let found = try indexByEntity[ObjectIdentifier(object.entity)] ?? index(of: store(for: object.entity), for: object.id)
+            indexByEntity[ObjectIdentifier(object.entity)] = found
+            lastEntity = object.entity
+            lastIndex = found
+            return found
+        }
+        func index(ofExisting id: ManagedObjectID) throws -> Int {
+            guard let store = id.persistentStore else {
+                throw ObjectGraphError(.objectNotFound, "\(id) belongs to no store of this coordinator", entityName: id.entityName, objectID: id)
+            }
+            return try index(of: store, for: id)
         }
         func relationshipChanges(_ object: ChangedObject, into request: inout StoreSaveRequest) {
             for change in object.relationships {
@@ -96,44 +115,39 @@ extension PersistentStoreCoordinator: ParentStore {
             }
         }
         for object in request.inserted {
-            let store = try object.store ?? store(for: object.entity)
-            add(store) { request in
-                request.inserted.append(SavedObject(id: object.id, entity: object.entity, values: object.values, changedIndices: [], expectedVersion: nil))
-                relationshipChanges(object, into: &request)
-            }
+            let index = try index(forNew: object)
+            requests[index].inserted.append(SavedObject(id: object.id, entity: object.entity, values: object.values, changedIndices: [], expectedVersion: nil))
+            relationshipChanges(object, into: &requests[index])
         }
         for object in request.updated {
-            let store = try existingStore(of: object.id)
+            let index = try index(ofExisting: object.id)
             // Only what lives in the row: transient attributes are not written.
             let columns = object.changedIndices.filter(object.entity.isStoredInRow)
-            add(store) { request in
-                if !columns.isEmpty {
-                    request.updated.append(SavedObject(
-                        id: object.id, entity: object.entity, values: object.values, changedIndices: columns,
-                        expectedVersion: object.base?.version))
-                }
-                relationshipChanges(object, into: &request)
+            if !columns.isEmpty {
+                requests[index].updated.append(SavedObject(
+                    id: object.id, entity: object.entity, values: object.values, changedIndices: columns, expectedVersion: object.base?.version))
             }
+            relationshipChanges(object, into: &requests[index])
         }
         for object in request.deleted {
-            let store = try existingStore(of: object.id)
-            add(store) { request in
-                request.deleted.append(SavedObject(id: object.id, entity: object.entity, values: [], changedIndices: [], expectedVersion: object.base?.version))
-            }
+            let index = try index(ofExisting: object.id)
+            requests[index].deleted.append(SavedObject(
+                id: object.id, entity: object.entity, values: [], changedIndices: [], expectedVersion: object.base?.version))
         }
-        // Stores in the order they were added; read-only ones refuse before anything is written.
-        let order = persistentStores
-        let groups = byStore.values.sorted { a, b in
-            (order.firstIndex { $0 === a.store } ?? .max) < (order.firstIndex { $0 === b.store } ?? .max)
-        }
-        for group in groups where group.store.isReadOnly {
-            throw ObjectGraphError(.readOnly, "The store \(group.store.url?.path ?? group.store.identifier) is read-only; nothing was written", url: group.store.url)
+        // Read-only stores refuse before anything is written.
+        for (store, request) in zip(stores, requests) where store.isReadOnly && !request.isEmpty {
+            throw ObjectGraphError(.readOnly, "The store \(store.url?.path ?? store.identifier) is read-only; nothing was written", url: store.url)
         }
         var result = ContextSaveResult()
-        for group in groups where !group.request.isEmpty {
-            let saved = try save(group.request, to: group.store)
-            result.permanentIDs.merge(saved.permanentIDs) { _, new in new }
-            result.snapshots.merge(saved.snapshots) { _, new in new }
+        for (store, request) in zip(stores, requests) where !request.isEmpty {
+            let saved = try save(request, to: store)
+            // The first (usually the only) store's result is taken whole: merging rebuilds it.
+            if result.permanentIDs.isEmpty { result.permanentIDs = saved.permanentIDs } else {
+                result.permanentIDs.merge(saved.permanentIDs) { _, new in new }
+            }
+            if result.snapshots.isEmpty { result.snapshots = saved.snapshots } else {
+                result.snapshots.merge(saved.snapshots) { _, new in new }
+            }
         }
         return result
     }
@@ -163,15 +177,6 @@ extension PersistentStoreCoordinator: ParentStore {
         guard let store = candidates.first(where: { !$0.isReadOnly }) ?? candidates.first else {
             let reason = stores.isEmpty ? "has no persistent store" : "has no store whose configuration includes entity '\(entity.name)'"
             throw ObjectGraphError(.noPersistentStore, "The coordinator \(reason) to save \(entity.name) objects to", entityName: entity.name)
-        }
-        return store
-    }
-
-    /// The store an existing object lives in.
-    private func existingStore(of id: ManagedObjectID) throws -> PersistentStore {
-        guard let store = localStore(of: id) else {
-            throw ObjectGraphError(
-                .objectNotFound, "\(id) belongs to no store of this coordinator (was its store removed?)", entityName: id.entityName, objectID: id)
         }
         return store
     }

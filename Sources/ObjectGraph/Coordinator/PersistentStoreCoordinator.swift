@@ -246,14 +246,18 @@ public final class PersistentStoreCoordinator: Sendable, CustomStringConvertible
     func fetchSnapshots(_ ids: [ManagedObjectID]) throws -> [ManagedObjectID: Snapshot] {
         try access {
             var result: [ManagedObjectID: Snapshot] = [:]
-            var byStore: [ObjectIdentifier: (PersistentStore, [ManagedObjectID])] = [:]
+            // The IDs of each store, found without a lock or a hash per ID (usually one store).
+            let stores = persistentStores
+            var lists = [[ManagedObjectID]](repeating: [], count: stores.count)
             for id in ids {
-                guard let store = localStore(of: id) else { continue }
-                byStore[ObjectIdentifier(store), default: (store, [])].1.append(id)
+                guard let store = id.persistentStore else { continue }
+                let index = stores.count == 1 && stores[0] === store ? 0
+                    : stores.firstIndex { $0 === store } ?? stores.firstIndex { $0.identifier == store.identifier }
+                if let index { lists[index].append(id) }
             }
-            for (store, list) in byStore.values {
+            for (store, list) in zip(stores, lists) where !list.isEmpty {
                 let found = try store.backend.snapshots(for: list, store: store)
-                result.merge(found) { a, _ in a }
+                if result.isEmpty { result = found } else { result.merge(found) { a, _ in a } }
             }
             faultsFromStoreCounter.add(result.count, ordering: .relaxed)
             rowCache.register(result.map { StoreRow(id: $0.key, snapshot: $0.value) }, retain: true)

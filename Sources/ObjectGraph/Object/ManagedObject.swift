@@ -69,7 +69,10 @@ open class ManagedObject: Hashable, CustomStringConvertible {
     deinit {
         // Whatever thread drops the last reference: only the row cache (behind its lock) is touched.
         // The context's identity map does not retain the object and forgets it on its own queue.
-        if state.holdsRowCache, let cache = managedObjectContext?.persistentStoreCoordinator?.rowCache {
+        guard let context = managedObjectContext else { return }
+        // Its identity-map entry is swept on the context's queue; here it is only counted.
+        context.identityMapDeaths.add(1, ordering: .relaxed)
+        if state.holdsRowCache, let cache = context.persistentStoreCoordinator?.rowCache {
             cache.release(CollectionOfOne(objectID))
         }
     }
