@@ -1,22 +1,24 @@
 import ArgumentParser
 import Foundation
 
-/// `objectgraph bench`: every workload of issue 6 through ObjectGraph, the raw SQLite C API and
+/// `objectgraph-bench`: every workload of issue 6 through ObjectGraph, the raw SQLite C API and
 /// GRDB, in one process, on the same file system, with the same pragmas; a table of medians,
 /// ratios, targets and peak memory.
 ///
 /// ```sh
-/// swift run -c release objectgraph bench                      # the issue's sizes
-/// swift run -c release objectgraph bench --quick --json b.json
-/// swift run -c release objectgraph bench --only predicate --runs 7 --synchronous normal
-/// valgrind --tool=callgrind .build/release/objectgraph bench --quick --only fetch --runs 1 --side objectgraph
+/// swift run -c release objectgraph-bench                      # the issue's sizes
+/// swift run -c release objectgraph-bench --quick --json b.json
+/// swift run -c release objectgraph-bench --only predicate --runs 7 --synchronous normal
+/// valgrind --tool=callgrind .build/release/objectgraph-bench --quick --only fetch --runs 1 --side objectgraph
 /// ```
 ///
 /// Each variant checks the others: a workload whose ways disagree on the rows they saw or on a
 /// checksum of the values is reported, and the command exits with a failure status. Missing a
 /// target is not a failure: nothing here asserts on time.
-struct Bench: ParsableCommand {
+@main
+struct BenchCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "objectgraph-bench",
         abstract: "Compare ObjectGraph with the raw SQLite C API and GRDB, workload by workload (issue 6).",
         subcommands: [BenchWorker.self])
 

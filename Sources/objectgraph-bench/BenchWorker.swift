@@ -1,11 +1,11 @@
 import ArgumentParser
 import Foundation
 
-/// `objectgraph bench worker` (hidden): runs one measurement on one side in a process of its own,
+/// `objectgraph-bench worker` (hidden): runs one measurement on one side in a process of its own,
 /// so that its memory peak is not mixed with the parent's, and prints its samples as JSON.
 struct BenchWorker: ParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "worker", abstract: "Run one measurement of one side (used by `bench`).", shouldDisplay: false)
+        commandName: "worker", abstract: "Run one measurement of one side (used by `objectgraph-bench`).", shouldDisplay: false)
 
     @Option(help: "The measurement (a row name).") var measurement: String
     @Option(help: "The side.") var variant: BenchVariant
@@ -40,7 +40,7 @@ enum BenchWorkerProcess {
         let process = Process()
         process.executableURL = executableURL
         process.arguments = [
-            "bench", "worker", "--measurement", measurement.name, "--variant", variant.rawValue,
+            "worker", "--measurement", measurement.name, "--variant", variant.rawValue,
             "--directory", directory.path, "--settings", String(decoding: try JSONEncoder().encode(settings), as: UTF8.self),
         ]
         let output = Pipe()
