@@ -20,7 +20,8 @@ enum BenchSynchronous: String, CaseIterable, Codable, Sendable, ExpressibleByArg
     var durability: StoreDurability { self == .full ? .full : .normal }
 }
 
-/// How big each workload is: the sizes, or small ones for a smoke check (`--quick`).
+/// How big each workload is: the sizes, small ones for a smoke check (`--quick`), either
+/// scaled by `--scale`.
 struct BenchSizes: Codable, Sendable {
     /// Objects inserted and saved by `insert`.
     var insert: Int
@@ -62,6 +63,26 @@ struct BenchSizes: Codable, Sendable {
         insert: 5_000, fetch: 10_000, randomReads: 2_000, batched: 50_000, batchSize: 100,
         predicateRows: 20_000, predicateQueries: 20, update: 1_000, singleSaves: 300,
         readWriteBatches: 4, readWriteBatchSize: 1_000, readers: 4, idleQueriesPerReader: 50, merge: 1_000)
+
+    /// The sizes multiplied by `factor`, each at least 1 (the readers' count and the batch size of
+    /// `batched` are kept; random reads and single saves stay within the rows they pick from).
+    func scaled(by factor: Double) -> BenchSizes {
+        func scale(_ value: Int) -> Int { max(1, Int((Double(value) * factor).rounded())) }
+        var sizes = self
+        sizes.insert = scale(insert)
+        sizes.fetch = scale(fetch)
+        sizes.randomReads = min(scale(randomReads), sizes.fetch)
+        sizes.batched = scale(batched)
+        sizes.predicateRows = scale(predicateRows)
+        sizes.predicateQueries = scale(predicateQueries)
+        sizes.update = scale(update)
+        sizes.singleSaves = min(scale(singleSaves), sizes.update)
+        sizes.readWriteBatches = scale(readWriteBatches)
+        sizes.readWriteBatchSize = scale(readWriteBatchSize)
+        sizes.idleQueriesPerReader = scale(idleQueriesPerReader)
+        sizes.merge = scale(merge)
+        return sizes
+    }
 }
 
 /// Everything a run of the benchmark is configured with.
@@ -70,4 +91,21 @@ struct BenchSettings: Codable, Sendable {
     var synchronous: BenchSynchronous
     /// Timed runs of each workload (after one warm-up run); the median is reported.
     var runs: Int
+    /// Whether `sizes` are the quick ones (before scaling).
+    var quick = false
+    /// The factor `sizes` were scaled by (1: as given).
+    var scale = 1.0
+
+    init(synchronous: BenchSynchronous, runs: Int, quick: Bool = false, scale: Double = 1) {
+        self.sizes = (quick ? BenchSizes.quick : .full).scaled(by: scale)
+        self.synchronous = synchronous
+        self.runs = runs
+        self.quick = quick
+        self.scale = scale
+    }
+
+    /// The sizes as the report's header states them: "full sizes", "--quick sizes", "full sizes × 0.05".
+    var sizesDescription: String {
+        (quick ? "--quick sizes" : "full sizes") + (scale == 1 ? "" : " × \(scale)")
+    }
 }

@@ -74,3 +74,12 @@ enum BenchSink {
         withExtendedLifetime(value) {}
     }
 }
+
+/// The names of the seeded stores the sides share by convention (each side keeps its own files).
+enum BenchStores {
+    /// The update store of `access`: `update_one_save` and `update_separate_saves` change one,
+    /// `update_typed` another, so that each can be read back and compared across the sides.
+    static func update(_ access: BenchAccess) -> String {
+        access == .typed ? "update_typed" : "update"
+    }
+}

@@ -25,17 +25,17 @@ final class BenchRunner {
         }
     }
 
-    /// The rows of a workload.
-    func rows(of workload: BenchWorkload) -> [BenchRow] {
-        if workload == .batched && fetchSecondsPerRow == nil {
+    /// The row of a metric.
+    func row(of metric: Metric) -> BenchRow {
+        if metric == .batched && fetchSecondsPerRow == nil {
             BenchLog.note("batched: measuring fetch first, the reference of its per-row time")
-            _ = rows(of: .fetch)
+            _ = row(of: .fetch)
         }
-        return BenchMeasurement.of(workload, sizes: settings.sizes).map(row)
+        return row(BenchMeasurement.of(metric, sizes: settings.sizes))
     }
 
     private func row(_ measurement: BenchMeasurement) -> BenchRow {
-        var row = BenchRow(name: measurement.name, summary: measurement.summary, target: measurement.target)
+        var row = BenchRow(metric: measurement.metric, summary: measurement.summary, target: measurement.target)
         var problems: [String] = []
         let results = measurement.inChildProcess
             ? runInChildren(measurement, problems: &problems)
@@ -53,8 +53,8 @@ final class BenchRunner {
             row.peakBytes[variant] = result.peakBytes
             let timed = result.samples.dropFirst()
             row.seconds[variant] = BenchStatistics.median(timed.map(\.seconds))
-            for key in Set(timed.flatMap(\.extra.keys)) {
-                row.extra["\(variant.rawValue)_\(key)"] = BenchStatistics.median(timed.compactMap { $0.extra[key] })
+            for figure in Set(timed.flatMap(\.figures.keys)) {
+                row.figures[variant, default: [:]][figure] = BenchStatistics.median(timed.compactMap { $0.figures[figure] })
             }
             BenchLog.note("\(measurement.name): \(variant.title): median \(BenchReport.seconds(row.seconds[variant]!)) s")
         }
@@ -62,11 +62,11 @@ final class BenchRunner {
         if let verify = measurement.verify {
             problems += verifyStores(verify)
         }
-        if measurement.name == "fetch", let seconds = row.seconds[.objectGraph] {
+        if measurement.metric == .fetch, let seconds = row.seconds[.objectGraph] {
             fetchSecondsPerRow = seconds / Double(settings.sizes.fetch)
         }
-        if measurement.workload == .batched, let seconds = row.seconds[.objectGraph], let reference = fetchSecondsPerRow {
-            row.extra["objectgraph_per_row_vs_fetch"] = seconds / Double(settings.sizes.batched) / reference
+        if measurement.metric == .batched, let seconds = row.seconds[.objectGraph], let reference = fetchSecondsPerRow {
+            row.figures[.objectGraph, default: [:]][.perRowVersusFetch] = seconds / Double(settings.sizes.batched) / reference
         }
         if !problems.isEmpty {
             row.failure = problems.joined(separator: "; ")
@@ -87,7 +87,7 @@ final class BenchRunner {
         for side in sides {
             do {
                 BenchLog.note("\(measurement.name): preparing \(side.variant.title)…")
-                try side.prepare(measurement.workload, sizes: settings.sizes)
+                try side.prepare(measurement.metric, sizes: settings.sizes)
                 results[side.variant] = ([], nil)
                 active.append(side)
             } catch {
@@ -154,16 +154,5 @@ final class BenchRunner {
         }
         guard let first = values.first, values.contains(where: { $0.1 != first.1 }) else { return [] }
         return ["the stores disagree after the runs: " + values.map { "\($0.0.title) \($0.1)" }.joined(separator: ", ")]
-    }
-}
-
-/// Progress and errors, on standard error, so that standard output holds only the report.
-enum BenchLog {
-    static func note(_ text: String) {
-        FileHandle.standardError.write(Data("  · \(text)\n".utf8))
-    }
-
-    static func error(_ text: String) {
-        FileHandle.standardError.write(Data("error: \(text)\n".utf8))
     }
 }
