@@ -51,14 +51,24 @@ let package = Package(
             name: "objectgraph-bench",
             dependencies: [
                 "ObjectGraph",
+                "ObjectGraphBenchCore",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "GRDBSQLite", package: "GRDB.swift"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
+        // The benchmark's metrics, sizes, cross-checks, statistics and report: a library so that tests can reach them.
+        .target(
+            name: "ObjectGraphBenchCore",
+            dependencies: [.product(name: "ArgumentParser", package: "swift-argument-parser")]
+        ),
         .testTarget(
             name: "ObjectGraphTests",
             dependencies: ["ObjectGraph", .product(name: "ServiceLifecycle", package: "swift-service-lifecycle")]
+        ),
+        .testTarget(
+            name: "ObjectGraphBenchCoreTests",
+            dependencies: ["ObjectGraphBenchCore"]
         ),
         .testTarget(
             name: "ObjectGraphMacrosTests",

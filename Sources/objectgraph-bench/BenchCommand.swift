@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import ObjectGraphBenchCore
 
 /// `objectgraph-bench`: every workload of issues 6 and 13 through ObjectGraph, the raw SQLite C API and
 /// GRDB, in one process, on the same file system, with the same pragmas; a table of medians,
@@ -48,7 +49,7 @@ struct BenchCommand: ParsableCommand {
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { if !keep { try? FileManager.default.removeItem(at: directory) } }
 
-        var report = BenchReport(settings: settings)
+        var report = BenchReport(settings: settings, sqliteVersion: RawConnection.libraryVersion)
         BenchLog.note(report.header)
         BenchLog.note("stores in \(directory.path)")
         let runner = try BenchRunner(settings: settings, directory: directory, variants: side.map { [$0] } ?? BenchVariant.allCases)

@@ -1,4 +1,5 @@
 import Foundation
+import ObjectGraphBenchCore
 
 /// Progress and errors, on standard error, so that standard output holds only the report.
 enum BenchLog {

@@ -1,4 +1,5 @@
 import Foundation
+import ObjectGraphBenchCore
 
 /// One row of the table, as something to run: its metric, its target, and what one run of it
 /// does on one side.

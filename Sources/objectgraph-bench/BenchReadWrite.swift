@@ -1,5 +1,6 @@
 import Foundation
 import Synchronization
+import ObjectGraphBenchCore
 
 /// What `readwrite` needs from one way of using the database.
 struct BenchReadWriteParticipants: Sendable {

@@ -1,4 +1,5 @@
 import Foundation
+import ObjectGraphBenchCore
 
 /// Runs measurements on the three sides (interleaved run by run, or in child processes) and turns
 /// their samples into rows of the report, checking that the three did the same work.
@@ -58,7 +59,7 @@ final class BenchRunner {
             }
             BenchLog.note("\(measurement.name): \(variant.title): median \(BenchReport.seconds(row.seconds[variant]!)) s")
         }
-        problems += Self.mismatches(samples)
+        problems += BenchCrossCheck.mismatches(samples)
         if let verify = measurement.verify {
             problems += verifyStores(verify)
         }
@@ -131,28 +132,12 @@ final class BenchRunner {
         return results
     }
 
-    /// Where the ways disagree on what a run saw (rows or checksum), run by run.
-    static func mismatches(_ samples: [BenchVariant: [BenchSample]]) -> [String] {
-        guard let reference = BenchVariant.allCases.first(where: { samples[$0] != nil }), let expected = samples[reference] else { return [] }
-        var problems: [String] = []
-        for (variant, list) in samples where variant != reference {
-            for (index, (a, b)) in zip(expected, list).enumerated() where a.rows != b.rows || a.checksum != b.checksum {
-                problems.append(
-                    "run \(index): \(reference.title) saw \(a.rows) rows (checksum \(a.checksum)), \(variant.title) saw \(b.rows) rows (checksum \(b.checksum))")
-                break
-            }
-            if expected.count != list.count { problems.append("\(reference.title) ran \(expected.count) times, \(variant.title) \(list.count)") }
-        }
-        return problems
-    }
-
     /// Reads the same figure back from each side's store; they must agree.
     private func verifyStores(_ verify: (any BenchSide) throws -> Int64) -> [String] {
         var values: [(BenchVariant, Int64)] = []
         for side in sides {
             do { values.append((side.variant, try verify(side))) } catch { return ["\(side.variant.title) could not be read back: \(error)"] }
         }
-        guard let first = values.first, values.contains(where: { $0.1 != first.1 }) else { return [] }
-        return ["the stores disagree after the runs: " + values.map { "\($0.0.title) \($0.1)" }.joined(separator: ", ")]
+        return BenchCrossCheck.disagreement(values).map { [$0] } ?? []
     }
 }

@@ -1,33 +1,5 @@
-import ArgumentParser
 import Foundation
-
-/// The three ways each workload runs.
-enum BenchVariant: String, CaseIterable, Codable, Sendable, ExpressibleByArgument {
-    /// ObjectGraph's public API.
-    case objectGraph = "objectgraph"
-    /// The SQLite C API: prepared statements, one transaction — the floor.
-    case raw
-    /// GRDB's record API: what a Swift user would pick instead.
-    case grdb
-
-    var title: String {
-        switch self {
-        case .objectGraph: "ObjectGraph"
-        case .raw: "raw SQLite"
-        case .grdb: "GRDB"
-        }
-    }
-}
-
-/// What one timed run did: how long the timed part took, and what it saw (rows and a checksum of
-/// the values read or written), so that the three ways can be checked against each other.
-struct BenchSample: Codable, Sendable {
-    var seconds: Double
-    var rows: Int
-    var checksum: Int64
-    /// Further figures of the run (`readwrite`'s percentiles, ObjectGraph's store statistics).
-    var figures: [BenchFigure: Double] = [:]
-}
+import ObjectGraphBenchCore
 
 /// One way of running the workloads: ObjectGraph, the raw SQLite C API or GRDB.
 ///

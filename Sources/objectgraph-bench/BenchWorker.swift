@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import ObjectGraphBenchCore
 
 /// `objectgraph-bench worker` (hidden): runs one measurement on one side in a process of its own,
 /// so that its memory peak is not mixed with the parent's, and prints its samples as JSON.

@@ -1,4 +1,5 @@
 import GRDB
+import ObjectGraphBenchCore
 
 /// An item as a GRDB record, written as GRDB's documentation shows: `init(row:)` reading columns
 /// by name, `encode(to:)` writing them (faster than `Codable`, which a user could pick instead).

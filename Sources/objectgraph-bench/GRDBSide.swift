@@ -1,5 +1,6 @@
 import Foundation
 import GRDB
+import ObjectGraphBenchCore
 
 /// The workloads through GRDB's record API and a `DatabasePool` (WAL), as a Swift user would
 /// write them: `fetchAll`, `fetchOne(key:)`, cursors, the query interface, `insert`, `updateChanges`.

@@ -1,4 +1,5 @@
 import ObjectGraph
+import ObjectGraphBenchCore
 
 /// The benchmark's `Item` as a `@Managed` class, for the typed variants (`insert_typed`,
 /// `fetch_typed`, `update_typed`): ten Integer 64 attributes `i0`…`i9`, read and written as

@@ -1,5 +1,6 @@
 import Foundation
 import ObjectGraph
+import ObjectGraphBenchCore
 
 /// The typed variants: the same work as `insert`, `fetch` and `update_one_save`, the same requests
 /// and saves, but every value set and read through the properties of the `@Managed` class

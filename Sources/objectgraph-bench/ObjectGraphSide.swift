@@ -1,5 +1,6 @@
 import Foundation
 import ObjectGraph
+import ObjectGraphBenchCore
 
 /// The workloads through ObjectGraph's public API only, written as an app would write them:
 /// private-queue contexts used inside `performAndWait`, `value(forKey:)`/`setValue(_:forKey:)`,
@@ -417,4 +418,9 @@ final class ObjectGraphSide: BenchSide {
             .faultsFromStore: Double(after.faultsFromStore - before.faultsFromStore),
         ]
     }
+}
+
+extension BenchSynchronous {
+    /// The ObjectGraph store option with the same meaning.
+    var durability: StoreDurability { self == .full ? .full : .normal }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import ObjectGraphBenchCore
 
 /// The workloads through the SQLite C API: prepared statements, one transaction per save, rows
 /// read into plain structs. The floor ObjectGraph is held to.

@@ -2,7 +2,7 @@ import Foundation
 
 extension Int {
     /// The number with thousands separators: 100,000.
-    var grouped: String {
+    package var grouped: String {
         let digits = String(magnitude)
         var result = ""
         for (n, digit) in digits.enumerated() {
@@ -15,12 +15,12 @@ extension Int {
 
 extension Double {
     /// Short decimal form without trailing zeros: 1.5, 64, 0.25.
-    var compact: String {
+    package var compact: String {
         var text = String(format: "%.2f", self)
         while text.contains(".") && (text.hasSuffix("0") || text.hasSuffix(".")) { text.removeLast() }
         return text
     }
 
     /// A ratio as the report prints it: 1.23×.
-    var ratio: String { String(format: "%.2f×", self) }
+    package var ratio: String { String(format: "%.2f×", self) }
 }

@@ -1,7 +1,7 @@
 /// A figure a run reports beside its time (a sample's extra fields), or one the runner derives for
 /// a row. The raw values are the names in the JSON file, where each is prefixed by its side
 /// (`objectgraph_sql_statements`).
-enum BenchFigure: String, CaseIterable, Codable, CodingKeyRepresentable, Sendable {
+package enum BenchFigure: String, CaseIterable, Codable, CodingKeyRepresentable, Sendable {
     // ObjectGraph's store statistics over the timed part (`fault`, `cachehit`).
     case sqlStatements = "sql_statements"
     case rowCacheHits = "row_cache_hits"

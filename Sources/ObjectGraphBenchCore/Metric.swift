@@ -7,7 +7,7 @@ import ArgumentParser
 /// belongs to a ``BenchWorkload`` (the data it reads and the preparation it needs) and, on the
 /// ObjectGraph side, uses one ``BenchAccess``; the raw SQLite and GRDB sides run the same code for
 /// the key-value and typed variants, so that both are held to the same baselines.
-enum Metric: String, CaseIterable, Codable, Sendable, ExpressibleByArgument {
+package enum Metric: String, CaseIterable, Codable, Sendable, ExpressibleByArgument {
     case insert
     case insertTyped = "insert_typed"
     case fetch
@@ -24,7 +24,7 @@ enum Metric: String, CaseIterable, Codable, Sendable, ExpressibleByArgument {
     case merge
 
     /// The workload whose data the metric reads, and whose stores are seeded before it runs.
-    var workload: BenchWorkload {
+    package var workload: BenchWorkload {
         switch self {
         case .insert, .insertTyped: .insert
         case .fetch, .fetchTyped: .fetch
@@ -39,7 +39,7 @@ enum Metric: String, CaseIterable, Codable, Sendable, ExpressibleByArgument {
     }
 
     /// How the ObjectGraph side reads and writes values.
-    var access: BenchAccess {
+    package var access: BenchAccess {
         switch self {
         case .insertTyped, .fetchTyped, .updateTyped: .typed
         default: .keyValue
@@ -49,15 +49,15 @@ enum Metric: String, CaseIterable, Codable, Sendable, ExpressibleByArgument {
 
 /// The workloads of the benchmark (issues 6 and 13), in the order they run: the groups of metrics
 /// that share their data.
-enum BenchWorkload: String, CaseIterable, Codable, Sendable, ExpressibleByArgument {
+package enum BenchWorkload: String, CaseIterable, Codable, Sendable, ExpressibleByArgument {
     case insert, fetch, fault, cachehit, batched, predicate, update, readwrite, merge
 
     /// The metrics of the workload, in the order of the report.
-    var metrics: [Metric] { Metric.allCases.filter { $0.workload == self } }
+    package var metrics: [Metric] { Metric.allCases.filter { $0.workload == self } }
 }
 
 /// How the ObjectGraph side touches values.
-enum BenchAccess: String, Codable, Sendable {
+package enum BenchAccess: String, Codable, Sendable {
     /// `value(forKey:)` and `setValue(_:forKey:)` on `ManagedObject`, Core Data's dynamic API.
     case keyValue
     /// The properties of a `@Managed` class (``Item``), SwiftData's API.
@@ -66,15 +66,15 @@ enum BenchAccess: String, Codable, Sendable {
 
 /// What `--only` selects: metrics or workloads, comma-separated (`--only fetch,update_typed`).
 /// A workload's name selects all its metrics (`insert` selects `insert` and `insert_typed`).
-struct BenchSelection: ExpressibleByArgument, Sendable {
+package struct BenchSelection: ExpressibleByArgument, Sendable {
     /// The selected metrics, in the order of the report.
-    let metrics: [Metric]
+    package let metrics: [Metric]
 
-    init(metrics: [Metric]) {
+    package init(metrics: [Metric]) {
         self.metrics = Metric.allCases.filter(metrics.contains)
     }
 
-    init?(argument: String) {
+    package init?(argument: String) {
         var selected: [Metric] = []
         for name in argument.split(separator: ",").map({ String($0).trimmingCharacters(in: .whitespaces) }) {
             if let workload = BenchWorkload(rawValue: name) {

@@ -2,17 +2,25 @@ import Foundation
 
 /// Prints the report as Markdown tables (readable in a terminal, pasteable into the README) and
 /// writes it as JSON.
-struct BenchReport {
-    var settings: BenchSettings
-    var rows: [BenchRow] = []
+package struct BenchReport {
+    package var settings: BenchSettings
+    /// The version of the SQLite library the three ways use.
+    package var sqliteVersion: String
+    package var rows: [BenchRow] = []
 
-    var header: String {
-        "ObjectGraph vs the raw SQLite C API vs GRDB — SQLite \(RawConnection.libraryVersion), WAL, synchronous = \(settings.synchronous.pragmaValue) "
+    package init(settings: BenchSettings, sqliteVersion: String, rows: [BenchRow] = []) {
+        self.settings = settings
+        self.sqliteVersion = sqliteVersion
+        self.rows = rows
+    }
+
+    package var header: String {
+        "ObjectGraph vs the raw SQLite C API vs GRDB — SQLite \(sqliteVersion), WAL, synchronous = \(settings.synchronous.pragmaValue) "
             + "for all three; median of \(settings.runs) run\(settings.runs == 1 ? "" : "s") after a warm-up; \(settings.sizesDescription)"
     }
 
     /// The table of times, ratios and verdicts, then the table of peak memory.
-    func markdown() -> String {
+    package func markdown() -> String {
         var lines = [
             header, "",
             "ObjectGraph asks for the same synchronous setting through `PersistentStoreOption.durability`; "
@@ -52,7 +60,7 @@ struct BenchReport {
 
     /// `{"workloads":[{"name","objectgraph_s","raw_s","grdb_s","ratio_raw","ratio_grdb", ...}], ...}`;
     /// a figure that does not exist is `null`.
-    func json() throws -> Data {
+    package func json() throws -> Data {
         func number(_ value: Double?) -> Any { value.map { $0 as Any } ?? NSNull() }
         let workloads: [[String: Any]] = rows.map { row in
             var object: [String: Any] = [
@@ -89,7 +97,7 @@ struct BenchReport {
     }
 
     /// Seconds with four significant digits: 1.234, 0.01234, 0.0001234.
-    static func seconds(_ value: Double) -> String {
+    package static func seconds(_ value: Double) -> String {
         String(format: value >= 1 ? "%.3f" : "%.4g", value)
     }
 }

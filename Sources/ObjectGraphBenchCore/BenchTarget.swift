@@ -3,14 +3,14 @@
 /// The targets are issue 13's where it names one (insert, fetch, fault, cachehit, batched, update,
 /// merge; the typed variants are held to the key-value ones' targets) and issue 6's otherwise
 /// (predicate, readwrite).
-struct BenchTarget: Sendable {
+package struct BenchTarget: Sendable {
     /// The target as the issue's table states it.
-    let text: String
+    package let text: String
     /// The ways the row misses the target (empty when it is met); nil when there is nothing to judge.
-    let misses: @Sendable (BenchRow) -> [String]?
+    package let misses: @Sendable (BenchRow) -> [String]?
 
     /// ObjectGraph's time at most `raw` times the raw SQLite time and `grdb` times GRDB's (each if given).
-    static func ratios(raw: Double? = nil, grdb: Double? = nil, rawName: String = "raw") -> BenchTarget {
+    package static func ratios(raw: Double? = nil, grdb: Double? = nil, rawName: String = "raw") -> BenchTarget {
         let text = [raw.map { "≤ \($0.compact)× \(rawName)" }, grdb.map { "≤ \($0.compact)× GRDB" }]
             .compactMap { $0 }.joined(separator: ", ")
         return BenchTarget(text: text) { row in
@@ -29,7 +29,7 @@ struct BenchTarget: Sendable {
     }
 
     /// `batched`: ObjectGraph's peak memory above its baseline, and its time per row against `fetch`'s.
-    static func batched(maximumMiB: Double, perRowRatio: Double) -> BenchTarget {
+    package static func batched(maximumMiB: Double, perRowRatio: Double) -> BenchTarget {
         BenchTarget(text: "peak ≤ \(maximumMiB.compact) MiB above baseline; per-row time ≤ \(perRowRatio.compact)× fetch") { row in
             guard let peak = row.peakBytes[.objectGraph], let perRow = row.figure(.perRowVersusFetch, of: .objectGraph) else { return nil }
             var misses: [String] = []
@@ -43,7 +43,7 @@ struct BenchTarget: Sendable {
     /// `readwrite`: readers' p99 under load against idle, and the writer's throughput against solo.
     /// A miss gives the raw SQLite figures beside ObjectGraph's: on a machine with fewer cores than
     /// threads, the floor itself may miss.
-    static let readWrite = BenchTarget(text: "reader p99 ≤ 1.5× idle p99; writer ≥ 0.8× solo throughput") { row in
+    package static let readWrite = BenchTarget(text: "reader p99 ≤ 1.5× idle p99; writer ≥ 0.8× solo throughput") { row in
         func figures(_ variant: BenchVariant) -> (latency: Double, throughput: Double)? {
             guard let idle = row.figure(.readerP99IdleSeconds, of: variant), let loaded = row.figure(.readerP99LoadedSeconds, of: variant),
                   let solo = row.figure(.writerSoloSeconds, of: variant), let withReaders = row.figure(.writerLoadedSeconds, of: variant),
@@ -60,7 +60,7 @@ struct BenchTarget: Sendable {
     }
 
     /// `merge`: against a raw re-fetch of the changed rows, and the main queue's stall per 1,000 objects.
-    static func merge(raw: Double, objects: Int) -> BenchTarget {
+    package static func merge(raw: Double, objects: Int) -> BenchTarget {
         BenchTarget(text: "≤ \(raw.compact)× raw re-fetch; stall < 16 ms per 1,000 objects") { row in
             guard let ratio = row.ratioRaw,
                   let stallSeconds = row.figure(.mergeCallSeconds, of: .objectGraph) ?? row.seconds[.objectGraph]
