@@ -7,7 +7,9 @@ struct BenchSizesTests {
     @Test("a scale of 1 keeps the issue's sizes")
     func identity() throws {
         let settings = BenchSettings(synchronous: .full, runs: 3)
-        #expect(try JSONEncoder().encode(settings.sizes) == JSONEncoder().encode(BenchSizes.full))
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = .sortedKeys
+        #expect(try encoder.encode(settings.sizes) == encoder.encode(BenchSizes.full))
         #expect(settings.sizesDescription == "full sizes")
     }
 
