@@ -60,7 +60,7 @@ package enum BenchWorkload: String, CaseIterable, Codable, Sendable, Expressible
 package enum BenchAccess: String, Codable, Sendable {
     /// `value(forKey:)` and `setValue(_:forKey:)` on `ManagedObject`, Core Data's dynamic API.
     case keyValue
-    /// The properties of a `@Managed` class (``Item``), SwiftData's API.
+    /// The properties of a `@Managed` class (`Item`, in the executable), SwiftData's API.
     case typed
 }
 

@@ -1,5 +1,4 @@
 import Foundation
-import ObjectGraphBenchCore
 
 /// Progress and errors, on standard error, so that standard output holds only the report.
 enum BenchLog {

@@ -4,7 +4,7 @@ import ObjectGraphBenchCore
 
 /// The typed variants: the same work as `insert`, `fetch` and `update_one_save`, the same requests
 /// and saves, but every value set and read through the properties of the `@Managed` class
-/// ``Item`` instead of `setValue(_:forKey:)` / `value(forKey:)`. The difference between a typed
+/// `Item` instead of `setValue(_:forKey:)` / `value(forKey:)`. The difference between a typed
 /// row and its key-value row is the cost of the access path; the raw SQLite and GRDB sides run the
 /// same code for both.
 extension ObjectGraphSide {
