@@ -8,6 +8,7 @@ let package = Package(
     products: [
         .library(name: "ObjectGraph", targets: ["ObjectGraph"]),
         .executable(name: "objectgraph", targets: ["objectgraph"]),
+        .executable(name: "objectgraph-bench", targets: ["objectgraph-bench"]),
     ],
     dependencies: [
         .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
@@ -40,16 +41,34 @@ let package = Package(
             name: "objectgraph",
             dependencies: [
                 "ObjectGraph",
-                .product(name: "GRDB", package: "GRDB.swift"),
-                .product(name: "GRDBSQLite", package: "GRDB.swift"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
+        // The benchmark (ObjectGraph against the raw SQLite C API and GRDB): not part of the shipped tool.
+        .executableTarget(
+            name: "objectgraph-bench",
+            dependencies: [
+                "ObjectGraph",
+                "ObjectGraphBenchCore",
+                .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "GRDBSQLite", package: "GRDB.swift"),
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ]
+        ),
+        // The benchmark's metrics, sizes, cross-checks, statistics and report: a library so that tests can reach them.
+        .target(
+            name: "ObjectGraphBenchCore",
+            dependencies: [.product(name: "ArgumentParser", package: "swift-argument-parser")]
+        ),
         .testTarget(
             name: "ObjectGraphTests",
             dependencies: ["ObjectGraph", .product(name: "ServiceLifecycle", package: "swift-service-lifecycle")]
+        ),
+        .testTarget(
+            name: "ObjectGraphBenchCoreTests",
+            dependencies: ["ObjectGraphBenchCore"]
         ),
         .testTarget(
             name: "ObjectGraphMacrosTests",

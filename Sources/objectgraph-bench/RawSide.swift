@@ -1,4 +1,5 @@
 import Foundation
+import ObjectGraphBenchCore
 
 /// The workloads through the SQLite C API: prepared statements, one transaction per save, rows
 /// read into plain structs. The floor ObjectGraph is held to.
@@ -110,20 +111,20 @@ final class RawSide: BenchSide {
         return checksum
     }
 
-    func prepare(_ workload: BenchWorkload, sizes: BenchSizes) throws {
-        switch workload {
+    func prepare(_ metric: Metric, sizes: BenchSizes) throws {
+        switch metric.workload {
         case .insert: break
         case .fetch, .fault, .cachehit: _ = try database("items", rows: sizes.fetch)
         case .batched: _ = try database("items", rows: sizes.batched)
         case .predicate, .readwrite: _ = try database("entries", rows: sizes.predicateRows)
-        case .update: _ = try database("update", rows: sizes.update)
+        case .update: _ = try database(BenchStores.update(metric.access), rows: sizes.update)
         case .merge: _ = try database("merge", rows: sizes.merge)
         }
     }
 
     // MARK: - Workloads
 
-    func insert(count: Int) throws -> BenchSample {
+    func insert(count: Int, access: BenchAccess) throws -> BenchSample {
         let name = "insert-\(UUID().uuidString).sqlite"
         defer { for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(at: directory.appendingPathComponent(name + suffix)) } }
         let connection = try open(name)
@@ -145,7 +146,7 @@ final class RawSide: BenchSide {
         return (items.count, items.reduce(0) { $0 &+ $1.checksum })
     }
 
-    func fetch(rows: Int) throws -> BenchSample {
+    func fetch(rows: Int, access: BenchAccess) throws -> BenchSample {
         let connection = try database("items", rows: rows)
         let (seconds, (count, checksum)) = try BenchClock.measure { try readAllItems(connection) }
         return BenchSample(seconds: seconds, rows: count, checksum: checksum)
@@ -238,8 +239,8 @@ final class RawSide: BenchSide {
         return rows
     }
 
-    func updateInOneSave(rows: Int) throws -> BenchSample {
-        let connection = try database("update", rows: rows)
+    func updateInOneSave(rows: Int, access: BenchAccess) throws -> BenchSample {
+        let connection = try database(BenchStores.update(access), rows: rows)
         let current = try currentI0(connection)
         let (seconds, checksum) = try BenchClock.measure {
             let update = try connection.prepare("UPDATE item SET i0 = ? WHERE id = ?")
@@ -278,8 +279,8 @@ final class RawSide: BenchSide {
         return BenchSample(seconds: seconds, rows: current.count, checksum: checksum)
     }
 
-    func updateStoreChecksum(rows: Int) throws -> Int64 {
-        try database("update", rows: rows).int64("SELECT SUM(i0) FROM item")
+    func updateStoreChecksum(rows: Int, access: BenchAccess) throws -> Int64 {
+        try database(BenchStores.update(access), rows: rows).int64("SELECT SUM(i0) FROM item")
     }
 
     func readWriteParticipants(rows: Int, readers: Int, batchSize: Int) throws -> BenchReadWriteParticipants {

@@ -1,5 +1,6 @@
 import Foundation
 import Synchronization
+import ObjectGraphBenchCore
 
 /// What `readwrite` needs from one way of using the database.
 struct BenchReadWriteParticipants: Sendable {
@@ -15,7 +16,7 @@ struct BenchReadWriteParticipants: Sendable {
 /// writer alone (solo throughput), then both at once. Each reader and the writer run on threads of
 /// their own.
 ///
-/// The sample's time is the readers' p99 latency under load; its extra fields give the idle p99,
+/// The sample's time is the readers' p99 latency under load; its figures give the idle p99,
 /// the writer's times, and the numbers of queries.
 enum BenchReadWrite {
     /// The row numbers of the entries batch `batch` writes (after the `seeded` rows).
@@ -64,13 +65,13 @@ enum BenchReadWrite {
         let loadedP99 = BenchStatistics.percentile(99, of: loaded) ?? 0
         return BenchSample(
             seconds: loadedP99, rows: 2 * batches * batchSize, checksum: checksum,
-            extra: [
-                "reader_p99_idle_s": idleP99,
-                "reader_p99_loaded_s": loadedP99,
-                "writer_solo_s": solo,
-                "writer_loaded_s": loadedWriter,
-                "reader_queries_idle": Double(idle.count),
-                "reader_queries_loaded": Double(loaded.count),
+            figures: [
+                .readerP99IdleSeconds: idleP99,
+                .readerP99LoadedSeconds: loadedP99,
+                .writerSoloSeconds: solo,
+                .writerLoadedSeconds: loadedWriter,
+                .readerQueriesIdle: Double(idle.count),
+                .readerQueriesLoaded: Double(loaded.count),
             ])
     }
 

@@ -1,23 +1,21 @@
 import ArgumentParser
 import Foundation
+import ObjectGraphBenchCore
 
-/// `objectgraph bench worker` (hidden): runs one measurement on one side in a process of its own,
+/// `objectgraph-bench worker` (hidden): runs one measurement on one side in a process of its own,
 /// so that its memory peak is not mixed with the parent's, and prints its samples as JSON.
 struct BenchWorker: ParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "worker", abstract: "Run one measurement of one side (used by `bench`).", shouldDisplay: false)
+        commandName: "worker", abstract: "Run one measurement of one side (used by `objectgraph-bench`).", shouldDisplay: false)
 
-    @Option(help: "The measurement (a row name).") var measurement: String
+    @Option(help: "The measurement (a row name).") var measurement: Metric
     @Option(help: "The side.") var variant: BenchVariant
     @Option(help: "The benchmark's folder, with the stores already seeded.") var directory: String
     @Option(help: "The settings, as JSON.") var settings: String
 
     func run() throws {
         let settings = try JSONDecoder().decode(BenchSettings.self, from: Data(self.settings.utf8))
-        guard let measurement = BenchWorkload.allCases.lazy
-            .flatMap({ BenchMeasurement.of($0, sizes: settings.sizes) })
-            .first(where: { $0.name == self.measurement })
-        else { throw ValidationError("no measurement named \(self.measurement)") }
+        let measurement = BenchMeasurement.of(self.measurement, sizes: settings.sizes)
         let side = try BenchRunner.side(variant, directory: URL(fileURLWithPath: directory), synchronous: settings.synchronous)
         let (samples, peak) = try measurement.runs(on: side, settings: settings)
         let output = BenchWorkerOutput(samples: samples, peakBytes: peak)
@@ -36,11 +34,11 @@ enum BenchWorkerProcess {
     static func run(
         _ measurement: BenchMeasurement, variant: BenchVariant, directory: URL, settings: BenchSettings, prepare side: any BenchSide
     ) throws -> (samples: [BenchSample], peakBytes: Int?) {
-        try side.prepare(measurement.workload, sizes: settings.sizes)
+        try side.prepare(measurement.metric, sizes: settings.sizes)
         let process = Process()
         process.executableURL = executableURL
         process.arguments = [
-            "bench", "worker", "--measurement", measurement.name, "--variant", variant.rawValue,
+            "worker", "--measurement", measurement.name, "--variant", variant.rawValue,
             "--directory", directory.path, "--settings", String(decoding: try JSONEncoder().encode(settings), as: UTF8.self),
         ]
         let output = Pipe()

@@ -1,15 +1,17 @@
 import Foundation
 import ObjectGraph
+import ObjectGraphBenchCore
 
 /// The workloads through ObjectGraph's public API only, written as an app would write them:
 /// private-queue contexts used inside `performAndWait`, `value(forKey:)`/`setValue(_:forKey:)`,
-/// `FetchRequest`, `save()`.
+/// `FetchRequest`, `save()`. The typed variants (a `@Managed` class's properties) are in
+/// `ObjectGraphSide+Typed.swift`.
 final class ObjectGraphSide: BenchSide {
     let variant = BenchVariant.objectGraph
-    private let directory: URL
+    let directory: URL
     private let synchronous: BenchSynchronous
     /// Open stores, by file name; each has its own coordinator, as separate apps would.
-    private var coordinators: [String: PersistentStoreCoordinator] = [:]
+    var coordinators: [String: PersistentStoreCoordinator] = [:]
 
     /// `Item` (ten Integer 64 attributes) and `Entry` (`name`, indexed, and `score`).
     let model = ManagedObjectModel(entities: [
@@ -20,6 +22,11 @@ final class ObjectGraphSide: BenchSide {
         ]),
     ])
 
+    /// The same `Item` as a `@Managed` class, for the typed variants. Its attributes are
+    /// non-optional with a default (as Swift properties with initial values), so its stores are
+    /// not `model`'s: each model has files of its own.
+    let typedModel = ManagedObjectModel(types: [Item.self])
+
     init(directory: URL, synchronous: BenchSynchronous) throws {
         self.directory = directory
         self.synchronous = synchronous
@@ -28,25 +35,26 @@ final class ObjectGraphSide: BenchSide {
 
     // MARK: - Stores
 
-    private func openCoordinator(at url: URL) throws -> PersistentStoreCoordinator {
-        let coordinator = PersistentStoreCoordinator(managedObjectModel: model)
+    func openCoordinator(at url: URL, access: BenchAccess = .keyValue) throws -> PersistentStoreCoordinator {
+        let coordinator = PersistentStoreCoordinator(managedObjectModel: access == .typed ? typedModel : model)
         try coordinator.addPersistentStore(
             type: .sqlite, at: url, options: [PersistentStoreOption.durability: synchronous.durability])
         return coordinator
     }
 
-    private func newContext(_ coordinator: PersistentStoreCoordinator, name: String? = nil) -> ManagedObjectContext {
+    func newContext(_ coordinator: PersistentStoreCoordinator, name: String? = nil) -> ManagedObjectContext {
         let context = ManagedObjectContext(concurrencyType: .privateQueue)
         context.name = name
         context.persistentStoreCoordinator = coordinator
         return context
     }
 
-    /// The coordinator of a seeded store: `kind` (`items`, `update`, `merge` or `entries`) of `rows` rows.
-    private func store(_ kind: String, rows: Int) throws -> PersistentStoreCoordinator {
-        let name = "\(kind)-\(rows).sqlite"
+    /// The coordinator of a seeded store: `kind` (`items`, `update`, `update_typed`, `merge` or
+    /// `entries`) of `rows` rows, with the model of `access`.
+    func store(_ kind: String, rows: Int, access: BenchAccess = .keyValue) throws -> PersistentStoreCoordinator {
+        let name = "\(kind)-\(rows)\(access == .typed ? "-typed" : "").sqlite"
         if let coordinator = coordinators[name] { return coordinator }
-        let coordinator = try openCoordinator(at: directory.appendingPathComponent(name))
+        let coordinator = try openCoordinator(at: directory.appendingPathComponent(name), access: access)
         let entity = kind == "entries" ? "Entry" : "Item"
         let context = newContext(coordinator, name: "seed")
         let existing = try context.performAndWait { try context.count(for: FetchRequest<ManagedObject>(entityName: entity)) }
@@ -83,20 +91,21 @@ final class ObjectGraphSide: BenchSide {
         }
     }
 
-    func prepare(_ workload: BenchWorkload, sizes: BenchSizes) throws {
-        switch workload {
+    func prepare(_ metric: Metric, sizes: BenchSizes) throws {
+        switch metric.workload {
         case .insert: break
-        case .fetch, .fault, .cachehit: _ = try store("items", rows: sizes.fetch)
+        case .fetch, .fault, .cachehit: _ = try store("items", rows: sizes.fetch, access: metric.access)
         case .batched: _ = try store("items", rows: sizes.batched)
         case .predicate, .readwrite: _ = try store("entries", rows: sizes.predicateRows)
-        case .update: _ = try store("update", rows: sizes.update)
+        case .update: _ = try store(BenchStores.update(metric.access), rows: sizes.update, access: metric.access)
         case .merge: _ = try store("merge", rows: sizes.merge)
         }
     }
 
     // MARK: - Workloads
 
-    func insert(count: Int) throws -> BenchSample {
+    func insert(count: Int, access: BenchAccess) throws -> BenchSample {
+        if access == .typed { return try insertTyped(count: count) }
         let folder = directory.appendingPathComponent("insert-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: folder) }
@@ -136,7 +145,8 @@ final class ObjectGraphSide: BenchSide {
         }
     }
 
-    func fetch(rows: Int) throws -> BenchSample {
+    func fetch(rows: Int, access: BenchAccess) throws -> BenchSample {
+        if access == .typed { return try fetchTyped(rows: rows) }
         let coordinator = try store("items", rows: rows)
         let (seconds, (count, checksum)) = try BenchClock.measure { try readAllItems(coordinator) }
         return BenchSample(seconds: seconds, rows: count, checksum: checksum)
@@ -155,9 +165,9 @@ final class ObjectGraphSide: BenchSide {
             }
         }
         guard fetched == rows else { throw BenchError("fault: fetched \(fetched) items, expected \(rows)") }
-        var extra = statistics(since: before, coordinator)
-        extra["ids_only_s"] = try faultWithoutValues(coordinator, picks: picks, expecting: checksum)
-        return BenchSample(seconds: seconds, rows: picks.count, checksum: checksum, extra: extra)
+        var figures = statistics(since: before, coordinator)
+        figures[.idsOnlySeconds] = try faultWithoutValues(coordinator, picks: picks, expecting: checksum)
+        return BenchSample(seconds: seconds, rows: picks.count, checksum: checksum, figures: figures)
     }
 
     /// `fault` with `includesPropertyValues = false`: the fetch reads IDs only and each fault reads
@@ -204,12 +214,12 @@ final class ObjectGraphSide: BenchSide {
                 return checksum
             }
         }
-        let extra = statistics(since: before, coordinator)
+        let figures = statistics(since: before, coordinator)
         withExtendedLifetime(first) {}
-        if let statements = extra["sql_statements"], statements > 0 {
+        if let statements = figures[.sqlStatements], statements > 0 {
             throw BenchError("cachehit: the second context ran \(Int(statements)) SQL statements; the row cache should have served every object")
         }
-        return BenchSample(seconds: seconds, rows: picks.count, checksum: checksum, extra: extra)
+        return BenchSample(seconds: seconds, rows: picks.count, checksum: checksum, figures: figures)
     }
 
     func batched(rows: Int, batchSize: Int) throws -> BenchSample {
@@ -267,7 +277,8 @@ final class ObjectGraphSide: BenchSide {
         return (entries.count, checksum)
     }
 
-    func updateInOneSave(rows: Int) throws -> BenchSample {
+    func updateInOneSave(rows: Int, access: BenchAccess) throws -> BenchSample {
+        if access == .typed { return try updateTyped(rows: rows) }
         let coordinator = try store("update", rows: rows)
         let context = newContext(coordinator, name: "update")
         return try context.performAndWait {
@@ -310,8 +321,8 @@ final class ObjectGraphSide: BenchSide {
         }
     }
 
-    func updateStoreChecksum(rows: Int) throws -> Int64 {
-        let coordinator = try store("update", rows: rows)
+    func updateStoreChecksum(rows: Int, access: BenchAccess) throws -> Int64 {
+        let coordinator = try store(BenchStores.update(access), rows: rows, access: access)
         let context = newContext(coordinator, name: "check")
         return try context.performAndWait {
             let request = FetchRequest<ManagedObject>(entityName: "Item")
@@ -372,7 +383,7 @@ final class ObjectGraphSide: BenchSide {
                 return (mergeSeconds, items.reduce(Int64(0)) { $0 &+ ($1.value(forKey: "i0") as! Int64) })
             }
         }
-        return BenchSample(seconds: seconds, rows: items.count, checksum: checksum, extra: ["merge_call_s": mergeSeconds])
+        return BenchSample(seconds: seconds, rows: items.count, checksum: checksum, figures: [.mergeCallSeconds: mergeSeconds])
     }
 
     /// Changes every item in `context` and saves; the save's `didSaveObjectsNotification`.
@@ -397,14 +408,19 @@ final class ObjectGraphSide: BenchSide {
 
     // MARK: - Statistics
 
-    /// The coordinator's counters since `before`, as extra fields of a sample.
-    private func statistics(since before: StoreStatistics, _ coordinator: PersistentStoreCoordinator) -> [String: Double] {
+    /// The coordinator's counters since `before`, as figures of a sample.
+    private func statistics(since before: StoreStatistics, _ coordinator: PersistentStoreCoordinator) -> [BenchFigure: Double] {
         let after = coordinator.statistics
         return [
-            "sql_statements": Double(after.sqlStatements - before.sqlStatements),
-            "row_cache_hits": Double(after.rowCacheHits - before.rowCacheHits),
-            "row_cache_misses": Double(after.rowCacheMisses - before.rowCacheMisses),
-            "faults_from_store": Double(after.faultsFromStore - before.faultsFromStore),
+            .sqlStatements: Double(after.sqlStatements - before.sqlStatements),
+            .rowCacheHits: Double(after.rowCacheHits - before.rowCacheHits),
+            .rowCacheMisses: Double(after.rowCacheMisses - before.rowCacheMisses),
+            .faultsFromStore: Double(after.faultsFromStore - before.faultsFromStore),
         ]
     }
+}
+
+extension BenchSynchronous {
+    /// The ObjectGraph store option with the same meaning.
+    var durability: StoreDurability { self == .full ? .full : .normal }
 }

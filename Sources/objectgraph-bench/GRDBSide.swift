@@ -1,79 +1,6 @@
 import Foundation
 import GRDB
-
-/// An item as a GRDB record, written as GRDB's documentation shows: `init(row:)` reading columns
-/// by name, `encode(to:)` writing them (faster than `Codable`, which a user could pick instead).
-struct GRDBItem: FetchableRecord, MutablePersistableRecord {
-    static let databaseTableName = "item"
-    var id: Int64?
-    var i0, i1, i2, i3, i4, i5, i6, i7, i8, i9: Int64
-
-    /// The item of row number `row`: every attribute equals `row`.
-    init(row: Int) {
-        let v = Int64(row)
-        (i0, i1, i2, i3, i4, i5, i6, i7, i8, i9) = (v, v, v, v, v, v, v, v, v, v)
-    }
-
-    init(row: Row) throws {
-        id = row["id"]
-        i0 = row["i0"]; i1 = row["i1"]; i2 = row["i2"]; i3 = row["i3"]; i4 = row["i4"]
-        i5 = row["i5"]; i6 = row["i6"]; i7 = row["i7"]; i8 = row["i8"]; i9 = row["i9"]
-    }
-
-    func encode(to container: inout PersistenceContainer) throws {
-        container["id"] = id
-        container["i0"] = i0; container["i1"] = i1; container["i2"] = i2; container["i3"] = i3; container["i4"] = i4
-        container["i5"] = i5; container["i6"] = i6; container["i7"] = i7; container["i8"] = i8; container["i9"] = i9
-    }
-
-    mutating func didInsert(_ inserted: InsertionSuccess) { id = inserted.rowID }
-
-    subscript(_ k: Int) -> Int64 {
-        switch k {
-        case 0: i0
-        case 1: i1
-        case 2: i2
-        case 3: i3
-        case 4: i4
-        case 5: i5
-        case 6: i6
-        case 7: i7
-        case 8: i8
-        default: i9
-        }
-    }
-
-    /// The checksum of the ten attributes.
-    var checksum: Int64 { BenchData.itemChecksum { self[$0] } }
-}
-
-/// An entry (`name`, `score`) as a GRDB record.
-struct GRDBEntry: FetchableRecord, MutablePersistableRecord {
-    static let databaseTableName = "entry"
-    var id: Int64?
-    var name: String
-    var score: Int64
-
-    init(id: Int64? = nil, name: String, score: Int64) {
-        self.id = id
-        self.name = name
-        self.score = score
-    }
-
-    init(row: Row) throws {
-        id = row["id"]
-        name = row["name"]
-        score = row["score"]
-    }
-
-    func encode(to container: inout PersistenceContainer) throws {
-        container["id"] = id
-        container["name"] = name
-        container["score"] = score
-    }
-
-    mutating func didInsert(_ inserted: InsertionSuccess) { id = inserted.rowID }
-}
+import ObjectGraphBenchCore
 
 /// The workloads through GRDB's record API and a `DatabasePool` (WAL), as a Swift user would
 /// write them: `fetchAll`, `fetchOne(key:)`, cursors, the query interface, `insert`, `updateChanges`.
@@ -161,20 +88,20 @@ final class GRDBSide: BenchSide {
         return checksum
     }
 
-    func prepare(_ workload: BenchWorkload, sizes: BenchSizes) throws {
-        switch workload {
+    func prepare(_ metric: Metric, sizes: BenchSizes) throws {
+        switch metric.workload {
         case .insert: break
         case .fetch, .fault, .cachehit: _ = try database("items", rows: sizes.fetch)
         case .batched: _ = try database("items", rows: sizes.batched)
         case .predicate, .readwrite: _ = try database("entries", rows: sizes.predicateRows)
-        case .update: _ = try database("update", rows: sizes.update)
+        case .update: _ = try database(BenchStores.update(metric.access), rows: sizes.update)
         case .merge: _ = try database("merge", rows: sizes.merge)
         }
     }
 
     // MARK: - Workloads
 
-    func insert(count: Int) throws -> BenchSample {
+    func insert(count: Int, access: BenchAccess) throws -> BenchSample {
         let name = "insert-\(UUID().uuidString).sqlite"
         defer { for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(at: directory.appendingPathComponent(name + suffix)) } }
         let pool = try open(name)
@@ -197,7 +124,7 @@ final class GRDBSide: BenchSide {
         return (items.count, items.reduce(0) { $0 &+ $1.checksum })
     }
 
-    func fetch(rows: Int) throws -> BenchSample {
+    func fetch(rows: Int, access: BenchAccess) throws -> BenchSample {
         let pool = try database("items", rows: rows)
         let (seconds, (count, checksum)) = try BenchClock.measure { try readAllItems(pool) }
         return BenchSample(seconds: seconds, rows: count, checksum: checksum)
@@ -279,8 +206,8 @@ final class GRDBSide: BenchSide {
         return BenchSample(seconds: seconds, rows: count, checksum: checksum)
     }
 
-    func updateInOneSave(rows: Int) throws -> BenchSample {
-        let pool = try database("update", rows: rows)
+    func updateInOneSave(rows: Int, access: BenchAccess) throws -> BenchSample {
+        let pool = try database(BenchStores.update(access), rows: rows)
         var items = try pool.read { db in try GRDBItem.order(Column("id")).fetchAll(db) }
         let (seconds, checksum) = try BenchClock.measure {
             try pool.write { db -> Int64 in
@@ -309,8 +236,8 @@ final class GRDBSide: BenchSide {
         return BenchSample(seconds: seconds, rows: items.count, checksum: checksum)
     }
 
-    func updateStoreChecksum(rows: Int) throws -> Int64 {
-        try database("update", rows: rows).read { db in try Int64.fetchOne(db, sql: "SELECT SUM(i0) FROM item") ?? 0 }
+    func updateStoreChecksum(rows: Int, access: BenchAccess) throws -> Int64 {
+        try database(BenchStores.update(access), rows: rows).read { db in try Int64.fetchOne(db, sql: "SELECT SUM(i0) FROM item") ?? 0 }
     }
 
     func readWriteParticipants(rows: Int, readers: Int, batchSize: Int) throws -> BenchReadWriteParticipants {

@@ -1,5 +1,6 @@
 import Foundation
 import GRDBSQLite
+import ObjectGraphBenchCore
 
 /// The few calls of the SQLite C API the raw side makes, with errors turned into `BenchError`.
 /// Nothing here caches, converts or allocates on the raw side's behalf: it is the floor.

@@ -1,33 +1,5 @@
-import ArgumentParser
 import Foundation
-
-/// The three ways each workload runs.
-enum BenchVariant: String, CaseIterable, Codable, Sendable, ExpressibleByArgument {
-    /// ObjectGraph's public API.
-    case objectGraph = "objectgraph"
-    /// The SQLite C API: prepared statements, one transaction — the floor.
-    case raw
-    /// GRDB's record API: what a Swift user would pick instead.
-    case grdb
-
-    var title: String {
-        switch self {
-        case .objectGraph: "ObjectGraph"
-        case .raw: "raw SQLite"
-        case .grdb: "GRDB"
-        }
-    }
-}
-
-/// What one timed run did: how long the timed part took, and what it saw (rows and a checksum of
-/// the values read or written), so that the three ways can be checked against each other.
-struct BenchSample: Codable, Sendable {
-    var seconds: Double
-    var rows: Int
-    var checksum: Int64
-    /// Further figures of the run (`readwrite`'s percentiles, ObjectGraph's store statistics), by name.
-    var extra: [String: Double] = [:]
-}
+import ObjectGraphBenchCore
 
 /// One way of running the workloads: ObjectGraph, the raw SQLite C API or GRDB.
 ///
@@ -37,14 +9,16 @@ struct BenchSample: Codable, Sendable {
 protocol BenchSide: AnyObject {
     var variant: BenchVariant { get }
 
-    /// Seeds (once) the stores `workload` reads, so that seeding is outside every measurement.
-    func prepare(_ workload: BenchWorkload, sizes: BenchSizes) throws
+    /// Seeds (once) the stores `metric` reads, so that seeding is outside every measurement.
+    func prepare(_ metric: Metric, sizes: BenchSizes) throws
 
     /// Inserts `count` items into a new, empty store and saves them. Timed: the inserts and the save.
-    func insert(count: Int) throws -> BenchSample
+    /// `access` is how ObjectGraph sets the values; the other sides run the same code for both.
+    func insert(count: Int, access: BenchAccess) throws -> BenchSample
 
     /// Reads every row of the `rows`-item store into objects and reads their ten attributes.
-    func fetch(rows: Int) throws -> BenchSample
+    /// `access` is how ObjectGraph reads the values; the other sides run the same code for both.
+    func fetch(rows: Int, access: BenchAccess) throws -> BenchSample
 
     /// ObjectGraph: fetches the `rows` items as faults, then reads `i0` of the objects at `picks`.
     /// The others: reads the rows `picks` by primary key (the floor the faults are held to).
@@ -63,15 +37,16 @@ protocol BenchSide: AnyObject {
     func predicate(rows: Int, prefixes: [String], limit: Int) throws -> BenchSample
 
     /// Changes `i0` of every item of the `rows`-item update store and saves once.
-    /// Timed: the changes and the save (the objects are fetched untimed).
-    func updateInOneSave(rows: Int) throws -> BenchSample
+    /// Timed: the changes and the save (the objects are fetched untimed). Each `access` has a
+    /// store of its own on every side (`update` and `update_typed`), so that each can be verified.
+    func updateInOneSave(rows: Int, access: BenchAccess) throws -> BenchSample
 
     /// Changes `i0` of `saves` items of the update store, saving after each change.
     func updateInSeparateSaves(rows: Int, saves: Int) throws -> BenchSample
 
-    /// The sum of `i0` over the update store, read back from the file: checks that the updates
-    /// really reached it.
-    func updateStoreChecksum(rows: Int) throws -> Int64
+    /// The sum of `i0` over the update store of `access`, read back from the file: checks that the
+    /// updates really reached it.
+    func updateStoreChecksum(rows: Int, access: BenchAccess) throws -> Int64
 
     /// The readers and the writer of `readwrite`, on the `rows`-entry store.
     func readWriteParticipants(rows: Int, readers: Int, batchSize: Int) throws -> BenchReadWriteParticipants

@@ -2,12 +2,12 @@ import Foundation
 
 /// SplitMix64: a small, seeded generator, so that every run and every way of the benchmark sees
 /// the same data and the same random choices.
-struct BenchRandom: RandomNumberGenerator {
+package struct BenchRandom: RandomNumberGenerator {
     private var state: UInt64
 
-    init(seed: UInt64) { state = seed }
+    package init(seed: UInt64) { state = seed }
 
-    mutating func next() -> UInt64 {
+    package mutating func next() -> UInt64 {
         state &+= 0x9E37_79B9_7F4A_7C15
         var z = state
         z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
@@ -23,35 +23,35 @@ struct BenchRandom: RandomNumberGenerator {
 /// - `Entry` (for `predicate` and `readwrite`): `name` TEXT, indexed, and `score` INT. A name is
 ///   four random lowercase letters, a dash and the row number (so names are unique); a score is
 ///   random in 0..<1,000,000.
-enum BenchData {
-    static let seed: UInt64 = 0x0B1E_C7C0_FFEE
+package enum BenchData {
+    package static let seed: UInt64 = 0x0B1E_C7C0_FFEE
 
     /// The names of the ten attributes of `Item`.
-    static let itemKeys = (0..<10).map { "i\($0)" }
+    package static let itemKeys = (0..<10).map { "i\($0)" }
 
     /// The checksum of reading all ten attributes of one item: each value weighted by its
     /// attribute's position, so that a column read twice or skipped changes the sum.
-    static func itemChecksum(_ values: (Int) -> Int64) -> Int64 {
+    package static func itemChecksum(_ values: (Int) -> Int64) -> Int64 {
         var sum: Int64 = 0
         for k in 0..<10 { sum &+= values(k) &* Int64(k + 1) }
         return sum
     }
 
     /// The row numbers `fault` and `cachehit` read: `count` distinct rows of `rows`, in random order.
-    static func picks(_ count: Int, of rows: Int) -> [Int] {
+    package static func picks(_ count: Int, of rows: Int) -> [Int] {
         var random = BenchRandom(seed: seed ^ 0xF1C5)
         return Array(Array(0..<rows).shuffled(using: &random).prefix(count))
     }
 
     /// The name and score of `Entry` row `row`.
-    static func entry(_ row: Int) -> (name: String, score: Int64) {
+    package static func entry(_ row: Int) -> (name: String, score: Int64) {
         var random = BenchRandom(seed: seed ^ UInt64(row) &* 0x2545_F491_4F6C_DD1D)
         let letters = (0..<4).map { _ in Character(Unicode.Scalar(UInt8(97 + random.next() % 26))) }
         return (String(letters) + "-\(row)", Int64(random.next() % 1_000_000))
     }
 
     /// The two-letter prefixes the `predicate` queries look for, one per query.
-    static func prefixes(_ count: Int, variant: Int = 0) -> [String] {
+    package static func prefixes(_ count: Int, variant: Int = 0) -> [String] {
         var random = BenchRandom(seed: seed ^ 0x9EF1 &+ UInt64(variant))
         return (0..<count).map { _ in
             String((0..<2).map { _ in Character(Unicode.Scalar(UInt8(97 + random.next() % 26))) })
@@ -60,7 +60,7 @@ enum BenchData {
 
     /// The least string above every string that starts with `prefix` (an ASCII prefix here): the
     /// upper bound of the index range that serves `name BEGINSWITH prefix`.
-    static func prefixUpperBound(_ prefix: String) -> String {
+    package static func prefixUpperBound(_ prefix: String) -> String {
         var bytes = Array(prefix.utf8)
         bytes[bytes.count - 1] += 1
         return String(decoding: bytes, as: UTF8.self)
@@ -68,9 +68,18 @@ enum BenchData {
 }
 
 /// Keeps values the workloads read but do not sum from being optimised away.
-enum BenchSink {
+package enum BenchSink {
     @inline(never)
-    static func consume<T>(_ value: T) {
+    package static func consume<T>(_ value: T) {
         withExtendedLifetime(value) {}
+    }
+}
+
+/// The names of the seeded stores the sides share by convention (each side keeps its own files).
+package enum BenchStores {
+    /// The update store of `access`: `update_one_save` and `update_separate_saves` change one,
+    /// `update_typed` another, so that each can be read back and compared across the sides.
+    package static func update(_ access: BenchAccess) -> String {
+        access == .typed ? "update_typed" : "update"
     }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import ObjectGraphBenchCore
 
 /// Runs measurements on the three sides (interleaved run by run, or in child processes) and turns
 /// their samples into rows of the report, checking that the three did the same work.
@@ -25,17 +26,17 @@ final class BenchRunner {
         }
     }
 
-    /// The rows of a workload.
-    func rows(of workload: BenchWorkload) -> [BenchRow] {
-        if workload == .batched && fetchSecondsPerRow == nil {
+    /// The row of a metric.
+    func row(of metric: Metric) -> BenchRow {
+        if metric == .batched && fetchSecondsPerRow == nil {
             BenchLog.note("batched: measuring fetch first, the reference of its per-row time")
-            _ = rows(of: .fetch)
+            _ = row(of: .fetch)
         }
-        return BenchMeasurement.of(workload, sizes: settings.sizes).map(row)
+        return row(BenchMeasurement.of(metric, sizes: settings.sizes))
     }
 
     private func row(_ measurement: BenchMeasurement) -> BenchRow {
-        var row = BenchRow(name: measurement.name, summary: measurement.summary, target: measurement.target)
+        var row = BenchRow(metric: measurement.metric, summary: measurement.summary, target: measurement.target)
         var problems: [String] = []
         let results = measurement.inChildProcess
             ? runInChildren(measurement, problems: &problems)
@@ -53,20 +54,20 @@ final class BenchRunner {
             row.peakBytes[variant] = result.peakBytes
             let timed = result.samples.dropFirst()
             row.seconds[variant] = BenchStatistics.median(timed.map(\.seconds))
-            for key in Set(timed.flatMap(\.extra.keys)) {
-                row.extra["\(variant.rawValue)_\(key)"] = BenchStatistics.median(timed.compactMap { $0.extra[key] })
+            for figure in Set(timed.flatMap(\.figures.keys)) {
+                row.figures[variant, default: [:]][figure] = BenchStatistics.median(timed.compactMap { $0.figures[figure] })
             }
             BenchLog.note("\(measurement.name): \(variant.title): median \(BenchReport.seconds(row.seconds[variant]!)) s")
         }
-        problems += Self.mismatches(samples)
+        problems += BenchCrossCheck.mismatches(samples)
         if let verify = measurement.verify {
             problems += verifyStores(verify)
         }
-        if measurement.name == "fetch", let seconds = row.seconds[.objectGraph] {
+        if measurement.metric == .fetch, let seconds = row.seconds[.objectGraph] {
             fetchSecondsPerRow = seconds / Double(settings.sizes.fetch)
         }
-        if measurement.workload == .batched, let seconds = row.seconds[.objectGraph], let reference = fetchSecondsPerRow {
-            row.extra["objectgraph_per_row_vs_fetch"] = seconds / Double(settings.sizes.batched) / reference
+        if measurement.metric == .batched, let seconds = row.seconds[.objectGraph], let reference = fetchSecondsPerRow {
+            row.figures[.objectGraph, default: [:]][.perRowVersusFetch] = seconds / Double(settings.sizes.batched) / reference
         }
         if !problems.isEmpty {
             row.failure = problems.joined(separator: "; ")
@@ -87,7 +88,7 @@ final class BenchRunner {
         for side in sides {
             do {
                 BenchLog.note("\(measurement.name): preparing \(side.variant.title)…")
-                try side.prepare(measurement.workload, sizes: settings.sizes)
+                try side.prepare(measurement.metric, sizes: settings.sizes)
                 results[side.variant] = ([], nil)
                 active.append(side)
             } catch {
@@ -131,39 +132,12 @@ final class BenchRunner {
         return results
     }
 
-    /// Where the ways disagree on what a run saw (rows or checksum), run by run.
-    static func mismatches(_ samples: [BenchVariant: [BenchSample]]) -> [String] {
-        guard let reference = BenchVariant.allCases.first(where: { samples[$0] != nil }), let expected = samples[reference] else { return [] }
-        var problems: [String] = []
-        for (variant, list) in samples where variant != reference {
-            for (index, (a, b)) in zip(expected, list).enumerated() where a.rows != b.rows || a.checksum != b.checksum {
-                problems.append(
-                    "run \(index): \(reference.title) saw \(a.rows) rows (checksum \(a.checksum)), \(variant.title) saw \(b.rows) rows (checksum \(b.checksum))")
-                break
-            }
-            if expected.count != list.count { problems.append("\(reference.title) ran \(expected.count) times, \(variant.title) \(list.count)") }
-        }
-        return problems
-    }
-
     /// Reads the same figure back from each side's store; they must agree.
     private func verifyStores(_ verify: (any BenchSide) throws -> Int64) -> [String] {
         var values: [(BenchVariant, Int64)] = []
         for side in sides {
             do { values.append((side.variant, try verify(side))) } catch { return ["\(side.variant.title) could not be read back: \(error)"] }
         }
-        guard let first = values.first, values.contains(where: { $0.1 != first.1 }) else { return [] }
-        return ["the stores disagree after the runs: " + values.map { "\($0.0.title) \($0.1)" }.joined(separator: ", ")]
-    }
-}
-
-/// Progress and errors, on standard error, so that standard output holds only the report.
-enum BenchLog {
-    static func note(_ text: String) {
-        FileHandle.standardError.write(Data("  · \(text)\n".utf8))
-    }
-
-    static func error(_ text: String) {
-        FileHandle.standardError.write(Data("error: \(text)\n".utf8))
+        return BenchCrossCheck.disagreement(values).map { [$0] } ?? []
     }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import ObjectGraphBenchCore
 
 #if os(Linux)
 /// glibc's `malloc_trim` (in `<malloc.h>`, which the Glibc module does not import).
@@ -30,25 +31,6 @@ extension Duration {
     var seconds: Double {
         let (s, attoseconds) = components
         return Double(s) + Double(attoseconds) * 1e-18
-    }
-}
-
-/// Order statistics of timings.
-enum BenchStatistics {
-    /// The median (the mean of the two middle values for an even count); nil when empty.
-    static func median(_ values: [Double]) -> Double? {
-        guard !values.isEmpty else { return nil }
-        let sorted = values.sorted()
-        let middle = sorted.count / 2
-        return sorted.count % 2 == 1 ? sorted[middle] : (sorted[middle - 1] + sorted[middle]) / 2
-    }
-
-    /// The `p`-th percentile (0...100) by the nearest-rank method; nil when empty.
-    static func percentile(_ p: Double, of values: [Double]) -> Double? {
-        guard !values.isEmpty else { return nil }
-        let sorted = values.sorted()
-        let rank = Int((p / 100 * Double(sorted.count)).rounded(.up))
-        return sorted[min(max(rank, 1), sorted.count) - 1]
     }
 }
 

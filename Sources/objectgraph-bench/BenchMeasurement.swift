@@ -1,11 +1,10 @@
 import Foundation
+import ObjectGraphBenchCore
 
-/// One row of the table, as something to run: which workload it belongs to, its target, and what
-/// one run of it does on one side.
+/// One row of the table, as something to run: its metric, its target, and what one run of it
+/// does on one side.
 struct BenchMeasurement {
-    /// The row's name (`fetch`, `predicate_limit7`, ...).
-    let name: String
-    let workload: BenchWorkload
+    let metric: Metric
     /// What is timed, as the table says it.
     let summary: String
     let target: BenchTarget
@@ -17,80 +16,82 @@ struct BenchMeasurement {
     /// After the runs, a figure read back from each side's store, which must be equal on all sides.
     var verify: ((any BenchSide) throws -> Int64)?
 
-    /// The rows of a workload.
-    static func of(_ workload: BenchWorkload, sizes: BenchSizes) -> [BenchMeasurement] {
-        switch workload {
-        case .insert:
-            return [BenchMeasurement(
-                name: "insert", workload: workload, summary: "insert \(sizes.insert.grouped) objects and save",
-                target: .ratios(raw: 1.5, grdb: 1.0)) { side, _ in
-                try side.insert(count: sizes.insert)
-            }]
-        case .fetch:
-            return [BenchMeasurement(
-                name: "fetch", workload: workload,
-                summary: "fetch \(sizes.fetch.grouped) objects fully materialised, read all ten attributes",
-                target: .ratios(raw: 2.0, grdb: 1.0)) { side, _ in
-                try side.fetch(rows: sizes.fetch)
-            }]
+    /// The row's name in the table, the JSON file and for `--only`.
+    var name: String { metric.rawValue }
+
+    /// The measurement of a metric at the given sizes.
+    static func of(_ metric: Metric, sizes: BenchSizes) -> BenchMeasurement {
+        let access = metric.access
+        let typed = access == .typed ? ", through a @Managed class's properties" : ", through value(forKey:) / setValue(_:forKey:)"
+        switch metric {
+        case .insert, .insertTyped:
+            return BenchMeasurement(
+                metric: metric, summary: "insert \(sizes.insert.grouped) objects and save\(typed)",
+                target: .ratios(grdb: 1.0)) { side, _ in
+                try side.insert(count: sizes.insert, access: access)
+            }
+        case .fetch, .fetchTyped:
+            return BenchMeasurement(
+                metric: metric,
+                summary: "fetch \(sizes.fetch.grouped) objects fully materialised, read all ten attributes\(typed)",
+                target: .ratios(grdb: 1.5)) { side, _ in
+                try side.fetch(rows: sizes.fetch, access: access)
+            }
         case .fault:
             let picks = BenchData.picks(sizes.randomReads, of: sizes.fetch)
-            return [BenchMeasurement(
-                name: "fault", workload: workload,
+            return BenchMeasurement(
+                metric: metric,
                 summary: "fetch \(sizes.fetch.grouped) as faults, then read one attribute of \(sizes.randomReads.grouped) random ones (raw, GRDB: those rows by primary key)",
-                target: .ratios(raw: 1.5, rawName: "raw point lookups")) { side, _ in
+                target: .ratios(raw: 4, grdb: 1.0, rawName: "raw point lookups")) { side, _ in
                 try side.fault(rows: sizes.fetch, picks: picks)
-            }]
-        case .cachehit:
+            }
+        case .cacheHit:
             let picks = BenchData.picks(sizes.randomReads, of: sizes.fetch)
-            return [BenchMeasurement(
-                name: "cachehit", workload: workload,
+            return BenchMeasurement(
+                metric: metric,
                 summary: "a second context materialises \(sizes.randomReads.grouped) objects already in the row cache (raw, GRDB: those rows by primary key)",
-                target: .ratios(raw: 0.5, rawName: "raw point lookups")) { side, _ in
+                target: .ratios(raw: 1.0, rawName: "raw point lookups")) { side, _ in
                 try side.cacheHit(rows: sizes.fetch, picks: picks)
-            }]
+            }
         case .batched:
-            return [BenchMeasurement(
-                name: "batched", workload: workload,
+            return BenchMeasurement(
+                metric: metric,
                 summary: "iterate \(sizes.batched.grouped) rows with fetchBatchSize = \(sizes.batchSize), reading all ten attributes (raw, GRDB: one statement, a cursor)",
                 target: .batched(maximumMiB: 64, perRowRatio: 1.5), inChildProcess: true
             ) { side, _ in
                 try side.batched(rows: sizes.batched, batchSize: sizes.batchSize)
-            }]
-        case .predicate:
+            }
+        case .predicateLimit7, .predicateNoLimit:
             let prefixes = BenchData.prefixes(sizes.predicateQueries)
-            return [
-                BenchMeasurement(
-                    name: "predicate_limit7", workload: workload,
+            if metric == .predicateLimit7 {
+                return BenchMeasurement(
+                    metric: metric,
                     summary: "\(sizes.predicateRows.grouped) rows (name TEXT indexed, score INT): name BEGINSWITH %@ sorted by score, limit 7; \(sizes.predicateQueries) prefixes",
                     target: .ratios(raw: 1.5)) { side, _ in
                     try side.predicate(rows: sizes.predicateRows, prefixes: prefixes, limit: 7)
-                },
-                BenchMeasurement(
-                    name: "predicate_nolimit", workload: workload,
-                    summary: "the same with no limit (about \(sizes.predicateRows / 676) rows a query)",
-                    target: .ratios(raw: 2.0)) { side, _ in
-                    try side.predicate(rows: sizes.predicateRows, prefixes: prefixes, limit: 0)
-                },
-            ]
-        case .update:
-            let verify: (any BenchSide) throws -> Int64 = { side in try side.updateStoreChecksum(rows: sizes.update) }
-            return [
-                BenchMeasurement(
-                    name: "update_one_save", workload: workload, summary: "\(sizes.update.grouped) objects changed in one save",
-                    target: .ratios(raw: 2.0), run: { side, _ in
-                    try side.updateInOneSave(rows: sizes.update)
-                }, verify: verify),
-                BenchMeasurement(
-                    name: "update_separate_saves", workload: workload,
-                    summary: "\(sizes.singleSaves.grouped) saves of one change each", target: .ratios(raw: 1.2), run: { side, _ in
-                    try side.updateInSeparateSaves(rows: sizes.update, saves: sizes.singleSaves)
-                }, verify: verify),
-            ]
-        case .readwrite:
+                }
+            }
+            return BenchMeasurement(
+                metric: metric,
+                summary: "the same with no limit (about \(sizes.predicateRows / 676) rows a query)",
+                target: .ratios(raw: 2.0)) { side, _ in
+                try side.predicate(rows: sizes.predicateRows, prefixes: prefixes, limit: 0)
+            }
+        case .updateOneSave, .updateTyped:
+            return BenchMeasurement(
+                metric: metric, summary: "\(sizes.update.grouped) objects changed in one save\(typed)",
+                target: .ratios(grdb: 1.0),
+                run: { side, _ in try side.updateInOneSave(rows: sizes.update, access: access) },
+                verify: { side in try side.updateStoreChecksum(rows: sizes.update, access: access) })
+        case .updateSeparateSaves:
+            return BenchMeasurement(
+                metric: metric, summary: "\(sizes.singleSaves.grouped) saves of one change each", target: .ratios(raw: 1.2),
+                run: { side, _ in try side.updateInSeparateSaves(rows: sizes.update, saves: sizes.singleSaves) },
+                verify: { side in try side.updateStoreChecksum(rows: sizes.update, access: .keyValue) })
+        case .readWrite:
             let prefixes = BenchData.prefixes(64, variant: 1)
-            return [BenchMeasurement(
-                name: "readwrite", workload: workload,
+            return BenchMeasurement(
+                metric: metric,
                 summary: "a writer saves \(sizes.readWriteBatches) batches of \(sizes.readWriteBatchSize.grouped) objects while \(sizes.readers) readers run predicate_limit7 (time: reader p99)",
                 target: .readWrite) { side, run in
                 let participants = try side.readWriteParticipants(
@@ -99,14 +100,14 @@ struct BenchMeasurement {
                     participants, batches: sizes.readWriteBatches, batchSize: sizes.readWriteBatchSize,
                     firstBatch: run * 2 * sizes.readWriteBatches, idleQueriesPerReader: sizes.idleQueriesPerReader,
                     prefixes: prefixes)
-            }]
+            }
         case .merge:
-            return [BenchMeasurement(
-                name: "merge", workload: workload,
+            return BenchMeasurement(
+                metric: metric,
                 summary: "a background context changes \(sizes.merge.grouped) objects registered in the main context; time mergeChanges (raw, GRDB: re-fetch the changed rows)",
-                target: .merge(objects: sizes.merge)) { side, _ in
+                target: .merge(raw: 1.5, objects: sizes.merge)) { side, _ in
                 try side.merge(rows: sizes.merge)
-            }]
+            }
         }
     }
 
@@ -121,7 +122,7 @@ struct BenchMeasurement {
     /// The warm-up and the timed runs on one side: the samples (warm-up first) and the highest
     /// peak above baseline of any run. No samples: not yet.
     func runs(on side: any BenchSide, settings: BenchSettings) throws -> (samples: [BenchSample], peakBytes: Int?) {
-        try side.prepare(workload, sizes: settings.sizes)
+        try side.prepare(metric, sizes: settings.sizes)
         var samples: [BenchSample] = []
         var peak: Int?
         for index in 0...settings.runs {

@@ -1,0 +1,65 @@
+import Foundation
+import ObjectGraphBenchCore
+import Testing
+
+@Suite("Benchmark report")
+struct BenchReportTests {
+    private func row(_ metric: Metric, target: BenchTarget, og: Double, raw: Double, grdb: Double) -> BenchRow {
+        var row = BenchRow(metric: metric, summary: "what \(metric.rawValue) times", target: target)
+        row.seconds = [.objectGraph: og, .raw: raw, .grdb: grdb]
+        row.peakBytes = [.objectGraph: 3 * 1_048_576, .raw: 1_048_576 / 2]
+        return row
+    }
+
+    @Test("a ratio target is met at or under its bound and missed above it, with the figure")
+    func ratioTargets() {
+        let target = BenchTarget.ratios(raw: 4, grdb: 1)
+        #expect(row(.fetch, target: target, og: 2, raw: 1, grdb: 2).verdict == "met")
+        #expect(row(.fetch, target: target, og: 5, raw: 1, grdb: 10).verdict == "missed: 5.00× raw, target 4×")
+        #expect(target.text == "≤ 4× raw, ≤ 1× GRDB")
+        var alone = BenchRow(metric: .fetch, summary: "", target: target)
+        alone.seconds = [.objectGraph: 1]
+        #expect(alone.verdict == "-")
+    }
+
+    @Test("a failed cross-check and a side that cannot run yet show in the verdict")
+    func failureAndNotYet() {
+        var failed = row(.merge, target: .ratios(raw: 1.5), og: 1, raw: 1, grdb: 1)
+        failed.failure = "the stores disagree"
+        #expect(failed.verdict == "CHECK FAILED")
+        var notYet = BenchRow(metric: .merge, summary: "", target: .ratios(raw: 1.5))
+        notYet.notYet = [.objectGraph]
+        #expect(notYet.verdict == "not yet" && notYet.cell(.objectGraph) == "not yet" && notYet.cell(.raw) == "-")
+    }
+
+    @Test("the Markdown report has a row per metric with times, ratios, target and verdict, and a memory table")
+    func markdown() {
+        var report = BenchReport(settings: BenchSettings(synchronous: .full, runs: 3), sqliteVersion: "3.40.1")
+        report.rows = [
+            row(.insertTyped, target: .ratios(grdb: 1), og: 2, raw: 0.1, grdb: 1),
+            row(.updateOneSave, target: .ratios(grdb: 1), og: 0.5, raw: 0.25, grdb: 1),
+        ]
+        let lines = report.markdown().split(separator: "\n").map(String.init)
+        #expect(lines[0].contains("SQLite 3.40.1, WAL, synchronous = FULL for all three; median of 3 runs after a warm-up; full sizes"))
+        #expect(lines.contains("| insert_typed | 2.000 | 0.1 | 1.000 | 20.00× | 2.00× | ≤ 1× GRDB | missed: 2.00× GRDB, target 1× |"))
+        #expect(lines.contains("| update_one_save | 0.5 | 0.25 | 1.000 | 2.00× | 0.50× | ≤ 1× GRDB | met |"))
+        #expect(lines.contains("| insert_typed | 3 | 0.5 | - |"))
+        #expect(lines.contains("- update_one_save: what update_one_save times"))
+    }
+
+    @Test("the JSON report names each figure by side and metric")
+    func json() throws {
+        var report = BenchReport(settings: BenchSettings(synchronous: .normal, runs: 1, scale: 0.05), sqliteVersion: "3")
+        var batched = row(.batched, target: .batched(maximumMiB: 64, perRowRatio: 1.5), og: 2, raw: 1, grdb: 1)
+        batched.figures[.objectGraph] = [.perRowVersusFetch: 2.5]
+        report.rows = [batched]
+        let root = try #require(try JSONSerialization.jsonObject(with: report.json()) as? [String: Any])
+        #expect(root["synchronous"] as? String == "NORMAL")
+        #expect(root["scale"] as? Double == 0.05)
+        let workload = try #require((root["workloads"] as? [[String: Any]])?.first)
+        #expect(workload["name"] as? String == "batched")
+        #expect(workload["objectgraph_per_row_vs_fetch"] as? Double == 2.5)
+        #expect(workload["objectgraph_peak_mib"] as? Double == 3)
+        #expect(workload["result"] as? String == "missed: per row 2.50× fetch, target 1.5×")
+    }
+}

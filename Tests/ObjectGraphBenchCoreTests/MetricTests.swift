@@ -1,0 +1,31 @@
+import ObjectGraphBenchCore
+import Testing
+
+@Suite("Benchmark metrics and selection")
+struct MetricTests {
+    @Test("the workloads' metrics are every metric once, in the report's order")
+    func workloadsPartitionMetrics() {
+        #expect(BenchWorkload.allCases.flatMap(\.metrics) == Metric.allCases)
+    }
+
+    @Test("the typed metrics, and only they, go through a @Managed class")
+    func typedMetrics() {
+        #expect(Metric.allCases.filter { $0.access == .typed } == [.insertTyped, .fetchTyped, .updateTyped])
+        #expect(Metric.insertTyped.workload == .insert && Metric.fetchTyped.workload == .fetch && Metric.updateTyped.workload == .update)
+    }
+
+    @Test("--only takes a workload (all its metrics), metrics, or both, comma-separated, in the report's order")
+    func selection() {
+        #expect(BenchSelection(argument: "insert")?.metrics == [.insert, .insertTyped])
+        #expect(BenchSelection(argument: "update_typed,fetch")?.metrics == [.fetch, .fetchTyped, .updateTyped])
+        #expect(BenchSelection(argument: "fetch_typed, fetch_typed")?.metrics == [.fetchTyped])
+        #expect(BenchSelection(argument: "cachehit")?.metrics == [.cacheHit])
+    }
+
+    @Test("--only refuses a name that is neither a workload nor a metric")
+    func badSelection() {
+        #expect(BenchSelection(argument: "inserts") == nil)
+        #expect(BenchSelection(argument: "fetch,nope") == nil)
+        #expect(BenchSelection(argument: "") == nil)
+    }
+}
