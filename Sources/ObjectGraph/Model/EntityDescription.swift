@@ -67,8 +67,9 @@ public final class EntityDescription: @unchecked Sendable, Hashable, CustomStrin
 
     /// The model the entity belongs to.
     public internal(set) weak var managedObjectModel: ManagedObjectModel?
-    /// The entity this one inherits from.
-    public internal(set) weak var superentity: EntityDescription?
+    /// The entity this one inherits from (`unowned`, as ``PropertyDescription/entity`` is: the model
+    /// owns both entities, and a `weak` reference would slow every retain of the superentity).
+    public internal(set) unowned(safe) var superentity: EntityDescription?
     /// The entities that inherit from this one.
     public internal(set) var subentities: [EntityDescription] = []
     /// All properties, inherited ones first.

@@ -68,7 +68,12 @@ public class PropertyDescription: @unchecked Sendable, CustomStringConvertible {
     }
 
     /// The entity that declares the property.
-    public internal(set) weak var entity: EntityDescription?
+    ///
+    /// An `unowned` reference, as in Core Data (where it is not retained either): the entity owns the
+    /// property. A `weak` one would give every entity a side table, and then every retain and release
+    /// of an entity — on every property access of every object — takes the runtime's slow path.
+    /// Reading it after the entity is gone stops the program (Core Data's reference dangles).
+    public internal(set) unowned(safe) var entity: EntityDescription?
     /// Position of the property in the values of every object of its entity and its sub-entities.
     var index: Int = -1
 
@@ -218,10 +223,11 @@ public final class RelationshipDescription: PropertyDescription, @unchecked Send
     public let minCount: Int
     public let maxCount: Int
 
-    /// The destination entity, resolved when the model is built.
-    public internal(set) weak var destinationEntity: EntityDescription?
-    /// The inverse relationship, resolved when the model is built.
-    public internal(set) weak var inverseRelationship: RelationshipDescription?
+    /// The destination entity, resolved when the model is built (`unowned`, like ``entity``: the
+    /// model owns both entities).
+    public internal(set) unowned(safe) var destinationEntity: EntityDescription?
+    /// The inverse relationship, resolved when the model is built (`unowned`, like ``entity``).
+    public internal(set) unowned(safe) var inverseRelationship: RelationshipDescription?
 
     public init(
         name: String, destinationEntityName: String, isToMany: Bool = false, isOrdered: Bool = false,
