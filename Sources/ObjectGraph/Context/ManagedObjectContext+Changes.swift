@@ -34,6 +34,8 @@ extension ManagedObjectContext {
     /// or a fetch.
     public func processPendingChanges() {
         assertOnQueue("processPendingChanges()")
+        // The changes since the last call, delete rules included, are one undo group.
+        defer { closeUndoGroup() }
         var deleted: Set<ManagedObject> = []
         while !changes.pendingDeletes.isEmpty {
             for object in changes.takePendingDeletes() where object.state.takeDeleteRules() {
@@ -43,8 +45,7 @@ extension ManagedObjectContext {
         }
         // Objects inserted and deleted before any save never reach the store.
         for object in deleted where object.isInserted {
-            changes.forget(object)
-            unregister(object)
+            detachInserted(object)
         }
         // Each change is reported once: what changed since the previous notification.
         var inserted: Set<ManagedObject> = [], updated: Set<ManagedObject> = []
@@ -115,6 +116,8 @@ extension ManagedObjectContext {
         }
         discardChangeSet()
         assignedStores = [:]
+        // As in Core Data, a rollback forgets what could be undone.
+        discardUndoActions()
         if !retainsRegisteredObjects { retained = [] }
         restoreUnloadedToManyRelationships()
     }
@@ -141,6 +144,13 @@ extension ManagedObjectContext {
         assignedStores = [:]
         pinnedRows = []
         discardChangeSet()
+        discardUndoActions()
+    }
+
+    /// Forgets every undo and redo action (reset, rollback): they name objects that are gone.
+    private func discardUndoActions() {
+        isUndoGroupOpen = false
+        undoManager?.removeAllActions()
     }
 
     /// Forgets every unsaved change and the changes not reported yet (they were discarded).

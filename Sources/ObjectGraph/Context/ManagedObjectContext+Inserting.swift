@@ -61,6 +61,7 @@ extension ManagedObjectContext {
         changes.recordInsert(object)
         retained.insert(object)
         noteUnreportedChange(object)
+        registerUndo(of: object) { context, object in context.detachInserted(object) }
         object.awakeFromInsert()
     }
 
@@ -73,7 +74,9 @@ extension ManagedObjectContext {
         }
         if object.isDeleted { return }
         object.fireFaultIfNeeded()
+        let saved = object.state
         guard object.state.delete() else { return }
+        registerUndo(of: object) { context, object in context.undelete(object, restoring: saved) }
         changes.recordDelete(object)
         retained.insert(object)
         noteUnreportedChange(object)

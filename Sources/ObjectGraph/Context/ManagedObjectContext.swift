@@ -102,6 +102,20 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
     }
     /// How conflicts found at save are resolved: ``MergePolicy/error`` (the default) throws.
     public var mergePolicy: MergePolicy = .error
+    /// Records the context's changes for ``undo()`` and ``redo()``; nil (the default) records
+    /// nothing, at no cost. See <doc:Undo>.
+    ///
+    /// ```swift
+    /// context.undoManager = ObjectGraph.UndoManager()
+    /// ```
+    public var undoManager: UndoManager? {
+        didSet {
+            if isUndoGroupOpen { oldValue?.endUndoGrouping() }
+            isUndoGroupOpen = false
+        }
+    }
+    /// Whether the context opened an undo group that the next `processPendingChanges()` closes.
+    var isUndoGroupOpen = false
     /// Whether the context merges the saves of its parent (for a child) or, for a context on a
     /// coordinator, of the other contexts on the same coordinator, as they happen. A child also
     /// follows the pushes of its siblings into the parent, and what the parent merges.

@@ -278,6 +278,7 @@ open class ManagedObject: Hashable, CustomStringConvertible {
         fireFaultIfNeeded()
         let index = attribute.index
         if attribute.attributeType == .transformable {
+            if tracking { registerUndoOfStored(index) }
             boxed[index] = nil
             if let newValue, !(newValue is NSNull) {
                 boxed[index] = newValue
@@ -288,9 +289,11 @@ open class ManagedObject: Hashable, CustomStringConvertible {
         } else if let converted = Value.converting(newValue, to: attribute.attributeType, valueType: nil) {
             if !boxed.isEmpty { boxed[index] = nil }
             if tracking, !state.isInserted, values[index] == converted, !changedIndices.contains(index) { return }
+            if tracking { registerUndoOfStored(index) }
             values[index] = converted
         } else {
             // The wrong type: kept as given, refused by validation at save.
+            if tracking { registerUndoOfStored(index) }
             boxed[index] = newValue
             values[index] = .null
         }
@@ -370,6 +373,7 @@ open class ManagedObject: Hashable, CustomStringConvertible {
         let oldID = toOneID(relationship)
         let newID = object?.objectID
         if oldID == newID { return }
+        registerUndoOfStored(relationship.index)
         values[relationship.index] = newID.map(Value.objectID) ?? .null
         markChanged(relationship.index)
         guard maintainInverse, let inverse = relationship.inverseRelationship, let context = managedObjectContext else { return }
@@ -396,13 +400,21 @@ open class ManagedObject: Hashable, CustomStringConvertible {
     /// Adds one destination to a to-many relationship (without its inverse).
     func addDestination(_ id: ManagedObjectID, to relationship: RelationshipDescription) {
         fireFaultIfNeeded()
-        if relationshipValue(relationship).add(id) { markChanged(relationship.index) }
+        guard relationshipValue(relationship).add(id) else { return }
+        if let context = managedObjectContext, context.undoManager != nil {
+            context.registerUndo(of: self) { _, object in object.removeDestination(id, from: relationship) }
+        }
+        markChanged(relationship.index)
     }
 
     /// Removes one destination from a to-many relationship (without its inverse).
     func removeDestination(_ id: ManagedObjectID, from relationship: RelationshipDescription) {
         fireFaultIfNeeded()
-        if relationshipValue(relationship).remove(id) { markChanged(relationship.index) }
+        guard relationshipValue(relationship).remove(id) else { return }
+        if let context = managedObjectContext, context.undoManager != nil {
+            context.registerUndo(of: self) { _, object in object.addDestination(id, to: relationship) }
+        }
+        markChanged(relationship.index)
     }
 
     /// Replaces a to-many relationship's destinations, keeping inverses in sync.
@@ -417,6 +429,7 @@ open class ManagedObject: Hashable, CustomStringConvertible {
         let added = objects.filter { !oldSet.contains($0.objectID) }
         let value = relationshipValue(relationship)
         if removed.isEmpty && added.isEmpty && (!relationship.isOrdered || old == newIDs) { return }
+        registerUndoOfDestinations(relationship, old)
         value.replace(with: newIDs)
         markChanged(relationship.index)
         guard maintainInverse, let inverse = relationship.inverseRelationship else { return }

@@ -257,6 +257,20 @@ struct ObjectState: Equatable {
         phase = changed ? .updated : .unchanged
     }
 
+    /// Undo puts back the phase an object had before a delete, or before it left its context: the
+    /// phase is `saved`'s; pending delete rules are dropped (undo replays their effects one by one).
+    mutating func restorePhase(of saved: ObjectState) {
+        phase = saved.phase
+        marks.remove(.deleteRulesPending)
+    }
+
+    /// Redo deletes an object again: its delete rules are replayed one by one, not applied anew.
+    mutating func deleteForRedo() -> Bool {
+        guard delete() else { return false }
+        marks.remove(.deleteRulesPending)
+        return true
+    }
+
     // MARK: - Reporting
 
     /// The object changed since the last report. True when it was not listed yet (the caller lists

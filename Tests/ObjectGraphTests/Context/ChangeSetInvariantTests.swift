@@ -28,6 +28,8 @@ struct ChangeSetInvariantTests {
         let here = stack.context("here")
         here.shouldDeleteInaccessibleFaults = true
         here.mergePolicy = Self.policies[Int(seed) % Self.policies.count]
+        // Half the seeds record undo, and undo and redo at random.
+        if seed % 2 == 0 { here.undoManager = ObjectGraph.UndoManager() }
         let there = stack.context("there")
         there.mergePolicy = .mergeByPropertyObjectTrump
         let saved = SavedNotifications()
@@ -105,6 +107,9 @@ struct ChangeSetInvariantTests {
                 saved.list = []
                 do { try there.save() } catch { there.rollback(); continue }
                 for notification in saved.list { here.mergeChanges(fromContextDidSave: notification) }
+            case 92..<98 where here.undoManager != nil:
+                operation = random.next() % 3 == 0 ? "redo" : "undo"
+                if operation == "undo" { here.undo() } else { here.redo() }
             case 92..<96:
                 operation = "obtain permanent IDs"
                 try? here.obtainPermanentIDs(for: Array(here.insertedObjects))
