@@ -1,0 +1,274 @@
+import Foundation
+
+/// A fetched results controller's results and how they follow the context: shared by the typed
+/// controller and the untyped view its delegate receives. Used on the context's queue only, except
+/// the snapshot streams' continuations, which are behind a lock.
+final class ResultsState {
+    weak var delegate: (any FetchedResultsControllerDelegate)?
+    /// The controller that owns the state (a view does not stop it when it goes away).
+    var owner: ObjectIdentifier?
+    private(set) var objects: [ManagedObject]?
+    private(set) var sections: [ResultsSection]?
+
+    private var entity: EntityDescription?
+    private var includesSubentities = true
+    private var predicate: FetchPredicate?
+    private var sortDescriptors: [FetchSortDescriptor] = []
+    private var fetchLimit = 0
+    private var section: FetchSortDescriptor?
+    private weak var context: ManagedObjectContext?
+    private var observers: [any NSObjectProtocol] = []
+    private var view: () -> FetchedResultsController<ManagedObject> = { fatalError("ObjectGraph: a FetchedResultsController was used before performFetch()") }
+    private var refetch: () throws -> [ManagedObject] = { [] }
+    private let streams = Protected(SnapshotStreams())
+
+    func configure(
+        entity: EntityDescription, includesSubentities: Bool, predicate: FetchPredicate?,
+        sortDescriptors: [FetchSortDescriptor], fetchLimit: Int, sectionNameKeyPath: String?
+    ) {
+        self.entity = entity
+        self.includesSubentities = includesSubentities
+        self.predicate = predicate
+        self.sortDescriptors = sortDescriptors
+        self.fetchLimit = fetchLimit
+        self.section = sectionNameKeyPath.map { FetchSortDescriptor(key: $0) }
+    }
+
+    /// Takes the results of a fetch, without telling the delegate (``FetchedResultsController/performFetch()``).
+    func replace(with objects: [ManagedObject]) {
+        self.objects = objects
+        sections = makeSections(objects)
+        publish()
+    }
+
+    /// Starts following the context's changes (once).
+    func follow(_ context: ManagedObjectContext, view: @escaping () -> FetchedResultsController<ManagedObject>, refetch: @escaping () throws -> [ManagedObject]) {
+        self.view = view
+        self.refetch = refetch
+        guard observers.isEmpty else { return }
+        self.context = context
+        let reference = StateReference(self)
+        observers = [
+            NotificationCenter.default.addObserver(forName: ManagedObjectContext.objectsDidChangeNotification, object: context, queue: nil) { note in
+                reference.state?.contextDidChange(note.userInfo ?? [:])
+            },
+            NotificationCenter.default.addObserver(forName: ManagedObjectContext.didSaveObjectsNotification, object: context, queue: nil) { _ in
+                // Inserted objects have permanent IDs now: the snapshots say so.
+                reference.state?.publish()
+            },
+        ]
+    }
+
+    /// Stops following the context and ends the snapshot streams (the controller went away).
+    func stop() {
+        for observer in observers { NotificationCenter.default.removeObserver(observer) }
+        observers = []
+        let continuations = streams.withLock { streams in
+            defer { streams.entries = [:] }
+            return streams.entries.values.map(\.continuation)
+        }
+        for continuation in continuations { continuation.finish() }
+    }
+
+    func indexPath(of object: ManagedObject) -> IndexPath? {
+        guard let sections else { return nil }
+        for (s, section) in sections.enumerated() {
+            if let item = section.managedObjects.firstIndex(where: { $0 === object }) { return IndexPath(item: item, section: s) }
+        }
+        return nil
+    }
+
+    // MARK: - Following changes
+
+    private func contextDidChange(_ info: [AnyHashable: Any]) {
+        guard let current = objects, let entity, let context else { return }
+        var next: [ManagedObject]
+        var changed = Set<ObjectIdentifier>()
+        if info[ManagedObjectContext.NotificationKey.invalidatedAllObjects.rawValue] != nil {
+            // reset(): every object is gone; the results are read again.
+            next = (try? refetch()) ?? []
+        } else {
+            var relevant: [ManagedObject] = []
+            let keys: [ManagedObjectContext.NotificationKey] = [.insertedObjects, .updatedObjects, .deletedObjects, .refreshedObjects, .invalidatedObjects]
+            for key in keys {
+                for object in info[key.rawValue] as? Set<ManagedObject> ?? []
+                where includesSubentities ? object.entity.isKindOf(entity: entity) : object.entity === entity {
+                    if changed.insert(ObjectIdentifier(object)).inserted { relevant.append(object) }
+                }
+            }
+            guard !relevant.isEmpty else { return }
+            if fetchLimit > 0 {
+                // Objects past the limit may move in: only a fetch knows.
+                next = (try? refetch()) ?? current.filter { !changed.contains(ObjectIdentifier($0)) }
+            } else {
+                next = current.filter { !changed.contains(ObjectIdentifier($0)) }
+                for object in relevant where belongs(object, to: context) { insertSorted(object, into: &next) }
+            }
+        }
+        apply(next, changed: changed)
+    }
+
+    /// Whether a changed object is in the results: alive in the context, not deleted, matching.
+    private func belongs(_ object: ManagedObject, to context: ManagedObjectContext) -> Bool {
+        guard object.managedObjectContext === context, !object.isDeleted else { return false }
+        guard let predicate else { return true }
+        return (try? object.matches(predicate)) ?? false
+    }
+
+    /// Inserts an object after every object that sorts before it or the same (the results stay
+    /// sorted, and equal objects keep their order).
+    private func insertSorted(_ object: ManagedObject, into list: inout [ManagedObject]) {
+        var low = 0, high = list.count
+        while low < high {
+            let middle = (low + high) / 2
+            let order = (try? FetchSortDescriptor.compare(list[middle], object, by: sortDescriptors)) ?? .orderedSame
+            if order == .orderedDescending { high = middle } else { low = middle + 1 }
+        }
+        list.insert(object, at: low)
+    }
+
+    /// Takes new results, telling the delegate what changed.
+    private func apply(_ next: [ManagedObject], changed: Set<ObjectIdentifier>) {
+        guard let oldObjects = objects, let oldSections = sections else { return }
+        let newSections = makeSections(next)
+        let oldPaths = paths(oldSections), newPaths = paths(newSections)
+
+        var sectionChanges: [(ResultsSection, Int, FetchedResultsChangeType)] = []
+        let oldNames = Set(oldSections.map(\.name)), newNames = Set(newSections.map(\.name))
+        for (index, section) in oldSections.enumerated() where !newNames.contains(section.name) { sectionChanges.append((section, index, .delete)) }
+        for (index, section) in newSections.enumerated() where !oldNames.contains(section.name) { sectionChanges.append((section, index, .insert)) }
+
+        var objectChanges: [(ManagedObject, IndexPath?, FetchedResultsChangeType, IndexPath?)] = []
+        for object in oldObjects {
+            let id = ObjectIdentifier(object)
+            guard let old = oldPaths[id] else { continue }
+            if let new = newPaths[id] {
+                guard changed.contains(id) else { continue }
+                objectChanges.append(old == new ? (object, old, .update, nil) : (object, old, .move, new))
+            } else {
+                objectChanges.append((object, old, .delete, nil))
+            }
+        }
+        for object in next where oldPaths[ObjectIdentifier(object)] == nil {
+            objectChanges.append((object, nil, .insert, newPaths[ObjectIdentifier(object)]))
+        }
+        guard !sectionChanges.isEmpty || !objectChanges.isEmpty else { return }
+
+        let controller = view()
+        let delegate = self.delegate
+        delegate?.controllerWillChangeContent(controller)
+        let oldIDs = oldObjects.map(\.objectID)
+        objects = next
+        sections = newSections
+        for (section, index, type) in sectionChanges {
+            delegate?.controller(controller, didChange: section, atSectionIndex: index, for: type)
+        }
+        for (object, old, type, new) in objectChanges {
+            delegate?.controller(controller, didChange: object, at: old, for: type, newIndexPath: new)
+        }
+        delegate?.controllerDidChangeContent(controller)
+        delegate?.controller(controller, didChangeContentWith: next.map(\.objectID).difference(from: oldIDs))
+        publish()
+    }
+
+    private func paths(_ sections: [ResultsSection]) -> [ObjectIdentifier: IndexPath] {
+        var result: [ObjectIdentifier: IndexPath] = [:]
+        for (s, section) in sections.enumerated() {
+            for (item, object) in section.managedObjects.enumerated() { result[ObjectIdentifier(object)] = IndexPath(item: item, section: s) }
+        }
+        return result
+    }
+
+    /// Groups sorted objects into sections by their section name (one unnamed section without a key path).
+    private func makeSections(_ objects: [ManagedObject]) -> [ResultsSection] {
+        guard let section else {
+            return objects.isEmpty ? [] : [ResultsSection(name: "", indexTitle: nil, managedObjects: objects)]
+        }
+        var result: [ResultsSection] = []
+        for object in objects {
+            let name = Self.sectionName((try? section.sortValue(of: object)) ?? .null)
+            if result.last?.name == name {
+                result[result.count - 1].managedObjects.append(object)
+            } else {
+                result.append(ResultsSection(name: name, indexTitle: name.first.map { String($0).uppercased() }, managedObjects: [object]))
+            }
+        }
+        return result
+    }
+
+    /// A section's name from the section key path's value (an empty name for nil, as in Core Data).
+    static func sectionName(_ value: Value) -> String {
+        switch value {
+        case .null: ""
+        case .string(let text): text
+        case .int(let number): String(number)
+        case .bool(let flag): flag ? "1" : "0"
+        case .double(let number): String(number)
+        case .decimal(let number): "\(number)"
+        case .date(let date): date.description
+        case .uuid(let uuid): uuid.uuidString
+        case .url(let url): url.absoluteString
+        case .objectID(let id): id.uriRepresentation().absoluteString
+        case .data(let data): data.base64EncodedString()
+        }
+    }
+
+    // MARK: - Snapshots
+
+    /// The current results as a value.
+    private var currentSnapshotSections: [ResultsSnapshot.Section] {
+        (sections ?? []).map { ResultsSnapshot.Section(name: $0.name, indexTitle: $0.indexTitle, objectIDs: $0.managedObjects.map(\.objectID)) }
+    }
+
+    func makeSnapshotStream() -> AsyncStream<ResultsSnapshot> {
+        let (stream, continuation) = AsyncStream<ResultsSnapshot>.makeStream(bufferingPolicy: .unbounded)
+        let sections = objects == nil ? nil : currentSnapshotSections
+        let key = streams.withLock { streams -> UInt64 in
+            streams.nextKey += 1
+            streams.entries[streams.nextKey] = SnapshotStreams.Entry(continuation: continuation, last: [])
+            return streams.nextKey
+        }
+        continuation.onTermination = { [streams] _ in _ = streams.withLock { $0.entries.removeValue(forKey: key) } }
+        if let sections { yield(sections, to: key) }
+        return stream
+    }
+
+    /// Sends the current results to every stream whose last snapshot differs.
+    private func publish() {
+        guard objects != nil else { return }
+        let sections = currentSnapshotSections
+        let keys = streams.withLock { Array($0.entries.keys) }
+        for key in keys { yield(sections, to: key) }
+    }
+
+    private func yield(_ sections: [ResultsSnapshot.Section], to key: UInt64) {
+        let ids = sections.flatMap(\.objectIDs)
+        let target = streams.withLock { streams -> (AsyncStream<ResultsSnapshot>.Continuation, [ManagedObjectID])? in
+            guard let entry = streams.entries[key], entry.last != ids || entry.sent == 0 else { return nil }
+            streams.entries[key]?.last = ids
+            streams.entries[key]?.sent += 1
+            return (entry.continuation, entry.last)
+        }
+        guard let (continuation, previous) = target else { return }
+        continuation.yield(ResultsSnapshot(sections: sections, difference: ids.difference(from: previous)))
+    }
+}
+
+/// The snapshot streams of a controller, behind a lock (a stream may end on any thread).
+struct SnapshotStreams {
+    struct Entry {
+        var continuation: AsyncStream<ResultsSnapshot>.Continuation
+        /// The IDs of the last snapshot sent.
+        var last: [ManagedObjectID]
+        var sent = 0
+    }
+    var nextKey: UInt64 = 0
+    var entries: [UInt64: Entry] = [:]
+}
+
+/// A weak reference to a controller's state for notification blocks, which run on the posting
+/// thread: the context's queue, where the state lives.
+private final class StateReference: @unchecked Sendable {  // read only on the context's queue
+    weak var state: ResultsState?
+    init(_ state: ResultsState) { self.state = state }
+}

@@ -1,0 +1,174 @@
+import Foundation
+import Testing
+@testable import ObjectGraph
+
+/// Records what a controller tells its delegate, as readable lines.
+private final class ResultsRecorder: FetchedResultsControllerDelegate {
+    var lines: [String] = []
+    var differences: [CollectionDifference<ManagedObjectID>] = []
+
+    private func text(_ path: IndexPath?) -> String { path.map { "\($0.section).\($0.item)" } ?? "-" }
+    private func title(_ object: ManagedObject) -> String { object.value(forKey: "title") as? String ?? "?" }
+
+    func controllerWillChangeContent(_ controller: FetchedResultsController<ManagedObject>) { lines.append("will") }
+    func controller(
+        _ controller: FetchedResultsController<ManagedObject>, didChange anObject: ManagedObject,
+        at indexPath: IndexPath?, for type: FetchedResultsChangeType, newIndexPath: IndexPath?
+    ) {
+        lines.append("\(type) \(title(anObject)) \(text(indexPath))>\(text(newIndexPath))")
+    }
+    func controller(
+        _ controller: FetchedResultsController<ManagedObject>, didChange sectionInfo: any FetchedResultsSectionInfo,
+        atSectionIndex sectionIndex: Int, for type: FetchedResultsChangeType
+    ) {
+        lines.append("section \(type) \(sectionInfo.name) \(sectionIndex)")
+    }
+    func controllerDidChangeContent(_ controller: FetchedResultsController<ManagedObject>) { lines.append("did") }
+    func controller(_ controller: FetchedResultsController<ManagedObject>, didChangeContentWith difference: CollectionDifference<ManagedObjectID>) {
+        differences.append(difference)
+    }
+}
+
+@Suite("Fetched results follow the context: sections, inserts, deletes, moves, updates, snapshots")
+struct FetchedResultsControllerTests {
+    /// Notes in two folders, sorted by folder name then rank.
+    private func setUp(_ kind: StoreKind) throws -> (TestStack, ManagedObjectContext, FetchedResultsController<ManagedObject>, ResultsRecorder, [String: ManagedObject]) {
+        let stack = try TestStack(kind)
+        let context = stack.context("view")
+        let inbox = context.insert("Folder", ["name": "Inbox"])
+        let archive = context.insert("Folder", ["name": "archive"])
+        var objects = ["Inbox": inbox, "archive": archive]
+        for (title, rank, folder) in [("a", 1, inbox), ("b", 2, inbox), ("c", 1, archive)] {
+            objects[title] = context.insert("Note", ["title": title, "rank": Int64(rank), "folder": folder])
+        }
+        try context.save()
+        let request = FetchRequest<ManagedObject>(entityName: "Note")
+        request.predicate = FetchPredicate(format: "rank < 100")
+        request.sortDescriptors = [FetchSortDescriptor(key: "folder.name"), FetchSortDescriptor(key: "rank")]
+        let controller = FetchedResultsController(fetchRequest: request, managedObjectContext: context, sectionNameKeyPath: "folder.name")
+        let recorder = ResultsRecorder()
+        controller.delegate = recorder
+        try controller.performFetch()
+        return (stack, context, controller, recorder, objects)
+    }
+
+    private func titles(_ controller: FetchedResultsController<ManagedObject>) -> [[String]] {
+        (controller.sections ?? []).map { ($0.objects ?? []).map { $0.value(forKey: "title") as? String ?? "?" } }
+    }
+
+    @Test func aRequestWithoutSortDescriptorsIsRefused() throws {
+        let stack = try TestStack(.inMemory)
+        let controller = FetchedResultsController(fetchRequest: FetchRequest<ManagedObject>(entityName: "Note"), managedObjectContext: stack.context())
+        #expect(controller.fetchedObjects == nil && controller.sections == nil)
+        #expect(throws: ObjectGraphError.invalidFetchRequest) { try controller.performFetch() }
+    }
+
+    @Test(arguments: [StoreKind.sqlite, .inMemory])
+    func theResultsAreSectionedAndAddressable(_ kind: StoreKind) throws {
+        let (_, _, controller, _, objects) = try setUp(kind)
+        #expect(controller.sections?.map(\.name) == ["Inbox", "archive"])
+        #expect(titles(controller) == [["a", "b"], ["c"]])
+        #expect(controller.sectionIndexTitles == ["I", "A"])
+        #expect(controller.section(forSectionIndexTitle: "A", at: 0) == 1)
+        #expect(controller.object(at: IndexPath(item: 1, section: 0)) === objects["b"])
+        #expect(controller.indexPath(forObject: objects["c"]!) == IndexPath(item: 0, section: 1))
+        #expect(controller.fetchedObjects?.count == 3)
+    }
+
+    @Test(arguments: [StoreKind.sqlite, .inMemory])
+    func insertsDeletesMovesAndUpdatesReachTheDelegate(_ kind: StoreKind) throws {
+        let (_, context, controller, recorder, objects) = try setUp(kind)
+        // An insert into the first section, a rank change that moves b before a, a title change in
+        // place, and a note that stops matching the predicate.
+        let d = context.insert("Note", ["title": "d", "rank": Int64(3), "folder": objects["Inbox"]!])
+        objects["b"]!.setValue(Int64(0), forKey: "rank")
+        objects["c"]!.setValue(Int64(500), forKey: "rank")
+        context.processPendingChanges()
+        #expect(titles(controller) == [["b", "a", "d"]])
+        #expect(recorder.lines.first == "will" && recorder.lines.last == "did")
+        #expect(Set(recorder.lines) == [
+            "will", "section delete archive 1", "move b 0.1>0.0", "delete c 1.0>-", "insert d ->0.2", "did",
+        ])
+        #expect(controller.indexPath(forObject: d) == IndexPath(item: 2, section: 0))
+
+        recorder.lines = []
+        objects["a"]!.setValue("a2", forKey: "title")
+        context.processPendingChanges()
+        #expect(recorder.lines == ["will", "update a2 0.1>-", "did"])
+
+        recorder.lines = []
+        context.delete(objects["Inbox"]!)   // cascades to its notes
+        context.processPendingChanges()
+        #expect(controller.sections?.isEmpty == true)
+        #expect(recorder.lines.contains("section delete Inbox 0"))
+        #expect(recorder.lines.filter { $0.hasPrefix("delete") }.count == 3)
+    }
+
+    @Test func changesMergedFromAnotherContextReachTheController() throws {
+        let (stack, context, controller, recorder, objects) = try setUp(.sqlite)
+        let other = stack.context("other")
+        let folder = try other.existingObject(with: objects["archive"]!.objectID)
+        _ = other.insert("Note", ["title": "e", "rank": Int64(0), "folder": folder])
+        let saved = SavedNotification()
+        let token = NotificationCenter.default.addObserver(forName: ManagedObjectContext.didSaveObjectsNotification, object: other, queue: nil) { saved.note = $0 }
+        try other.save()
+        NotificationCenter.default.removeObserver(token)
+        context.mergeChanges(fromContextDidSave: try #require(saved.note))
+        #expect(titles(controller) == [["a", "b"], ["e", "c"]])
+        #expect(recorder.lines.contains("insert e ->1.0"))
+    }
+
+    @Test func theDifferenceAndTheSnapshotsReplayTheResults() async throws {
+        let (_, context, controller, recorder, objects) = try setUp(.inMemory)
+        var iterator = controller.snapshots.makeAsyncIterator()
+        let first = try #require(await iterator.next())
+        #expect(first.objectIDs == controller.fetchedObjects?.map(\.objectID))
+        #expect(first.sections.map(\.name) == ["Inbox", "archive"])
+        let before = first.objectIDs
+        _ = context.insert("Note", ["title": "f", "rank": Int64(5), "folder": objects["archive"]!])
+        context.delete(objects["a"]!)
+        context.processPendingChanges()
+        let after = try #require(controller.fetchedObjects?.map(\.objectID))
+        let difference = try #require(recorder.differences.last)
+        #expect(before.applying(difference) == after)
+        let second = try #require(await iterator.next())
+        #expect(second.objectIDs == after)
+        #expect(before.applying(second.difference) == after)
+        // A save gives the new note its permanent ID: the snapshot follows.
+        try context.save()
+        let third = try #require(await iterator.next())
+        #expect(third.objectIDs.allSatisfy { !$0.isTemporaryID })
+        #expect(after.applying(third.difference) == third.objectIDs)
+    }
+
+    @Test func aContextsResultsStreamFollowsItsChanges() async throws {
+        let stack = try TestStack(.inMemory, model: ManagedObjectModel(types: [Folder.self, Note.self, Tag.self]))
+        let context = stack.privateContext("results")
+        let stream = try await context.perform {
+            let note = Note(context: context)
+            note.title = "x"
+            note.slug = "x"
+            try context.save()
+            return context.results(for: FetchDescriptor<Note>(sortBy: [SortDescriptor(\.rank)]))
+        }
+        var iterator = stream.makeAsyncIterator()
+        let first = try #require(await iterator.next())
+        #expect(first.count == 1)
+        let inserted = await context.perform {
+            let note = Note(context: context)
+            note.title = "y"
+            note.rank = -1
+            note.slug = "y"
+            context.processPendingChanges()
+            return note.objectID
+        }
+        let second = try #require(await iterator.next())
+        #expect(second.count == 2)
+        #expect(second.first == inserted, "sorted by rank")
+    }
+}
+
+/// A notification posted on the test's own thread by a confinement context.
+private final class SavedNotification: @unchecked Sendable {  // used on one thread only
+    var note: Notification?
+}
