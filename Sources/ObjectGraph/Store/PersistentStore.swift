@@ -68,7 +68,7 @@ public final class PersistentStore: Sendable, CustomStringConvertible {
         self.durability = durability
         self.backend = backend
         self.identifier = backend.identifier
-        self.metadata = backend.metadata.mapValues { $0 as any Sendable }
+        self.metadata = backend.metadata
         var hasher = Hasher()
         hasher.combine(backend.identifier)
         self.identifierHash = hasher.finalize()
