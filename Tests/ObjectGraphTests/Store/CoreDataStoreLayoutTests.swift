@@ -1,0 +1,109 @@
+import Foundation
+import GRDB
+import Testing
+
+@testable import ObjectGraph
+
+/// Saving to Apple's stores with Core Data's bookkeeping, and the layout of the stores ObjectGraph
+/// creates compared with Apple's for the same model.
+@Suite("Core Data's SQLite layout: saves and new stores")
+struct CoreDataStoreLayoutTests {
+    @Test("inserts, updates and deletes save to Apple's store with Z_MAX, Z_OPT and join rows, and the store reopens")
+    func saveKeepsCoreDataBookkeeping() throws {
+        let url = try CoreDataFixtures.url("artsy-folio/stores/ArtsyPartner_1.4.sqlite")
+        let store = try CoreDataFixtures.open(url, fixture: "artsy-folio")
+        defer { store.remove() }
+        let before = try store.raw { db in
+            (maxArtist: try Int64.fetchOne(db, sql: "SELECT Z_MAX FROM Z_PRIMARYKEY WHERE Z_NAME = 'Artist'"),
+             artists: try Int64.fetchOne(db, sql: "SELECT MAX(Z_PK) FROM ZARTIST") ?? 0,
+             users: try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM ZUSER") ?? 0)
+        }
+        #expect(before.maxArtist == -1)  // as Core Data left it
+        let context = store.context()
+        let album = try #require(try context.all("Album", sortedBy: "name").first)
+        let albumKey = try #require(album.objectID.primaryKey)
+        let albumVersion = try store.raw { try Int64.fetchOne($0, sql: "SELECT Z_OPT FROM ZALBUM WHERE Z_PK = ?", arguments: [albumKey]) }
+        let artist = context.insert("Artist", ["name": "ObjectGraph", "slug": "objectgraph", "createdAt": Date(timeIntervalSinceReferenceDate: 7.5)])
+        var artists = (album.value(forKey: "artists") as? Set<ManagedObject>) ?? []
+        artists.insert(artist)
+        album.setValue(artists, forKey: "artists")
+        album.setValue("Renamed by ObjectGraph", forKey: "name")
+        let user = try #require(try context.all("User").first)
+        let userKey = try #require(user.objectID.primaryKey)
+        context.delete(user)
+        try context.save()
+
+        let artistKey = try #require(artist.objectID.primaryKey)
+        #expect(artistKey == before.artists + 1)
+        try store.raw { db in
+            #expect(try Int64.fetchOne(db, sql: "SELECT Z_MAX FROM Z_PRIMARYKEY WHERE Z_NAME = 'Artist'") == artistKey)
+            let row = try #require(try Row.fetchOne(db, sql: "SELECT Z_ENT, Z_OPT, ZNAME, ZCREATEDAT FROM ZARTIST WHERE Z_PK = ?", arguments: [artistKey]))
+            #expect(row["Z_ENT"] as Int64 == 2 && row["Z_OPT"] as Int64 == 1 && row["ZNAME"] as String == "ObjectGraph")
+            #expect(row["ZCREATEDAT"] as Double == 7.5)
+            #expect(try Int64.fetchOne(db, sql: "SELECT Z_OPT FROM ZALBUM WHERE Z_PK = ?", arguments: [albumKey]) == albumVersion.map { $0 + 1 })
+            #expect(try String.fetchOne(db, sql: "SELECT ZNAME FROM ZALBUM WHERE Z_PK = ?", arguments: [albumKey]) == "Renamed by ObjectGraph")
+            #expect(try Int.fetchOne(
+                db, sql: "SELECT COUNT(*) FROM Z_1ARTISTS WHERE Z_1ALBUMSFEATURINGARTIST = ? AND Z_2ARTISTS = ?", arguments: [albumKey, artistKey]) == 1)
+            #expect(try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM ZUSER WHERE Z_PK = ?", arguments: [userKey]) == 0)
+            #expect(try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM ZUSER") == before.users - 1)
+            #expect(try String.fetchOne(db, sql: "PRAGMA integrity_check") == "ok")
+        }
+
+        // Reopened by another coordinator, the saved graph reads back.
+        try store.coordinator.removePersistentStore(store.store)
+        let coordinator = PersistentStoreCoordinator(managedObjectModel: store.model)
+        try coordinator.addPersistentStore(type: .sqlite, at: store.copy)
+        let reader = ManagedObjectContext(concurrencyType: .confinement)
+        reader.persistentStoreCoordinator = coordinator
+        let request = FetchRequest<ManagedObject>(entityName: "Artist")
+        request.predicate = FetchPredicate(format: "name == 'ObjectGraph'")
+        let saved = try #require(try reader.fetch(request).first)
+        let albums = try #require(saved.value(forKey: "albumsFeaturingArtist") as? Set<ManagedObject>)
+        #expect(albums.map { $0.value(forKey: "name") as? String } == ["Renamed by ObjectGraph"])
+        // A second insert continues from Z_MAX.
+        _ = reader.insert("Artist", ["name": "Second"])
+        try reader.save()
+        let maxKey = try DatabaseQueue(path: store.copy.path).read { try Int64.fetchOne($0, sql: "SELECT Z_MAX FROM Z_PRIMARYKEY WHERE Z_NAME = 'Artist'") }
+        #expect(maxKey == artistKey + 1)
+    }
+
+    @Test("a store ObjectGraph creates from a fixture's model has the tables, columns, entity numbers and metadata keys of Apple's store")
+    func newStoresHaveApplesLayout() throws {
+        var compared = 0
+        for (fixture, url) in try CoreDataFixtures.stores() where !url.lastPathComponent.contains("oss_stubbed") {
+            let model = try CoreDataFixtures.modelThatWrote(url, fixture: fixture)
+            let directory = TemporaryDirectory()
+            let created = directory.file("new.sqlite")
+            let coordinator = PersistentStoreCoordinator(managedObjectModel: model)
+            let store = try coordinator.addPersistentStore(type: .sqlite, at: created)
+            try coordinator.removePersistentStore(store)
+            func layout(_ db: Database) throws -> (columns: [String: Set<String>], entities: [[String]], keys: Set<String>) {
+                let skipped: Set<String> = ["Z_MODELCACHE", "ATRANSACTION", "ACHANGE", "ATRANSACTIONSTRING"]
+                var columns: [String: Set<String>] = [:]
+                for table in try String.fetchAll(db, sql: "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'")
+                where !skipped.contains(table) {
+                    columns[table] = Set(try String.fetchAll(db, sql: "SELECT name FROM pragma_table_info(?)", arguments: [table]))
+                }
+                let entities = try Row.fetchAll(db, sql: "SELECT Z_ENT, Z_NAME, Z_SUPER FROM Z_PRIMARYKEY WHERE Z_ENT < 16000 ORDER BY Z_ENT")
+                    .map { ["\($0[0] as Int64)", $0[1] as String, "\($0[2] as Int64)"] }
+                let plist = try #require(try Data.fetchOne(db, sql: "SELECT Z_PLIST FROM Z_METADATA"))
+                let metadata = try #require(try PropertyListSerialization.propertyList(from: plist, options: [], format: nil) as? [String: Any])
+                return (columns, entities, Set(metadata.keys))
+            }
+            let ours = try DatabaseQueue(path: created.path).read(layout)
+            let apples = try CoreDataFixtures.withCopy(of: url, layout)
+            let name = "\(fixture)/\(url.lastPathComponent)"
+            #expect(ours.columns == apples.columns, "\(name)")
+            // Entity numbers: Apple's, except where a migration kept an entity's old name.
+            if fixture != "coredataplus-samplemodel" || url.lastPathComponent.contains("V1") {
+                #expect(ours.entities == apples.entities, "\(name)")
+            }
+            // Every key Apple wrote (but a migration's class name), and ObjectGraph's model hash.
+            let expectedKeys = apples.keys.subtracting(["migrationManagerClass"])
+                .union(["NSStoreModelVersionChecksumKey", "NSStoreModelVersionHashesDigest", "ObjectGraphModelVersionHash"])
+            #expect(ours.keys == expectedKeys, "\(name)")
+            compared += 1
+        }
+        #expect(compared == 23)
+    }
+}
