@@ -67,6 +67,53 @@ struct CoreDataStoreLayoutTests {
         #expect(maxKey == artistKey + 1)
     }
 
+    @Test("a duplicate refused by a UNIQUE index Core Data created is a constraint conflict, and nothing is written")
+    func uniqueIndexesReportConstraintConflicts() throws {
+        let url = try CoreDataFixtures.url("coredataplus-samplemodel/stores/SampleModel_V1.sqlite")
+        let store = try CoreDataFixtures.open(url, fixture: "coredataplus-samplemodel")
+        defer { store.remove() }
+        let context = store.context()
+        let plate = try #require(try store.raw { try String.fetchOne($0, sql: "SELECT ZNUMBERPLATE FROM ZCAR WHERE Z_ENT = 1 LIMIT 1") })
+        let before = try store.raw { try Int.fetchOne($0, sql: "SELECT COUNT(*) FROM ZCAR") }
+        _ = context.insert("Person", ["firstName": "Ada", "lastName": "ObjectGraph", "id": UUID(), "updatedAt": Date()])
+        _ = context.insert("Car", ["numberPlate": plate, "maker": "ObjectGraph"])
+        let error = try #require(throws: ObjectGraphError.self) { try context.save() }
+        #expect(error.code == .constraintConflict, "\(error.message)")
+        #expect(try store.raw { try Int.fetchOne($0, sql: "SELECT COUNT(*) FROM ZCAR") } == before)
+        #expect(try store.raw { try Int.fetchOne($0, sql: "SELECT COUNT(*) FROM ZPERSON WHERE ZLASTNAME = 'ObjectGraph'") } == 0)
+    }
+
+    @Test("the triggers Core Data writes for derived attributes run on ObjectGraph's saves and keep the derived value")
+    func derivedAttributeTriggersRun() throws {
+        let url = try CoreDataFixtures.url("coredataplus-samplemodel2-storeonly/stores/SampleModel2_V2.sqlite")
+        let copy = try CoreDataFixtures.copyOfStore(url)
+        defer { try? FileManager.default.removeItem(at: copy.deletingLastPathComponent()) }
+        let model = try ManagedObjectModel(contentsOfStoreAt: copy)
+        // Without its history tables the store may be written (the history is what makes it read-only).
+        try DatabaseQueue(path: copy.path).write { db in
+            for table in ["ATRANSACTION", "ACHANGE", "ATRANSACTIONSTRING"] { try db.execute(sql: "DROP TABLE \(table)") }
+            try db.execute(sql: "DELETE FROM Z_PRIMARYKEY WHERE Z_ENT > 16000")
+        }
+        let coordinator = PersistentStoreCoordinator(managedObjectModel: model)
+        try coordinator.addPersistentStore(type: .sqlite, at: copy)
+        let context = ManagedObjectContext(concurrencyType: .confinement)
+        context.persistentStoreCoordinator = coordinator
+        let books = try context.all("Book")
+        let from = try #require(books.first { $0.value(forKey: "title") as? String == "title 1 - author 1" })
+        let to = try #require(books.first { $0.value(forKey: "title") as? String == "title 2 - author 1" })
+        func count(_ book: ManagedObject) throws -> Int? {
+            try DatabaseQueue(path: copy.path).read {
+                try Int.fetchOne($0, sql: "SELECT ZPAGESCOUNT FROM ZBOOK WHERE Z_PK = ?", arguments: [book.objectID.primaryKey])
+            }
+        }
+        let (fromBefore, toBefore) = (try #require(try count(from)), try #require(try count(to)))
+        let page = try #require((from.value(forKey: "pages") as? Set<ManagedObject>)?.first)
+        page.setValue(to, forKey: "book")
+        try context.save()
+        #expect(try count(from) == fromBefore - 1)
+        #expect(try count(to) == toBefore + 1)
+    }
+
     @Test("a store ObjectGraph creates from a fixture's model has the tables, columns, entity numbers and metadata keys of Apple's store")
     func newStoresHaveApplesLayout() throws {
         var compared = 0

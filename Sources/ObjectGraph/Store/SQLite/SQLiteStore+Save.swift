@@ -129,7 +129,7 @@ extension SQLiteStore {
                 }
             }
             count()
-            try step(sqlite, db)
+            try stepReportingUniqueIndexes(sqlite, db, inserted: object, resolve: resolve, store: store)
             for attribute in object.entity.attributes where attribute.isTransient { values[attribute.index] = .null }
             result.snapshots[id] = Snapshot(entity: object.entity, version: 1, values: values)
         }
@@ -160,7 +160,7 @@ extension SQLiteStore {
             let sqlite = statement.sqliteStatement
             sqlite3_reset(sqlite)
             for (i, argument) in arguments.enumerated() { try bind(argument, to: sqlite, at: CInt(i + 1), db) }
-            try step(sqlite, db)
+            try stepReportingUniqueIndexes(sqlite, db, updated: object, resolve: resolve, store: store)
             for attribute in object.entity.attributes where attribute.isTransient { values[attribute.index] = .null }
             result.snapshots[object.id] = Snapshot(entity: object.entity, version: (object.expectedVersion ?? 0) + 1, values: values)
         }
@@ -236,6 +236,24 @@ extension SQLiteStore {
         let code = value.bind(to: statement, at: index)
         guard code == SQLITE_OK else {
             throw DatabaseError(resultCode: ResultCode(rawValue: code), message: String(cString: sqlite3_errmsg(db.sqliteConnection)))
+        }
+    }
+
+    /// Runs an object's INSERT or UPDATE. A store Core Data wrote enforces its uniqueness
+    /// constraints with UNIQUE indexes, which refuse the row before the save's own check runs: the
+    /// refusal is reported as that check reports it (a constraint conflict naming the other object).
+    private func stepReportingUniqueIndexes(
+        _ statement: SQLiteStatement, _ db: Database, inserted: SavedObject? = nil, updated: SavedObject? = nil,
+        resolve: (ManagedObjectID) -> ManagedObjectID, store: PersistentStore
+    ) throws {
+        do {
+            try step(statement, db)
+        } catch let error as DatabaseError where error.resultCode.primaryResultCode == .SQLITE_CONSTRAINT {
+            var single = StoreSaveRequest()
+            if let inserted { single.inserted = [inserted] }
+            if let updated { single.updated = [updated] }
+            try checkUniqueness(single, resolve: resolve, store: store, db: db)
+            throw error
         }
     }
 
