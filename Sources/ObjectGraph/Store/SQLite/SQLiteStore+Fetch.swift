@@ -51,9 +51,10 @@ extension SQLiteStore {
             let sqlite = statement.sqliteStatement
             var keys: [Int64] = [], codes: [Int32] = []
             while try cursor.next() != nil {
+                // Z_ENT is the store's entity number; a row of an entity the model lacks is skipped, as `fetch` skips it.
+                guard let entity = schema.entity(forNumber: Int(truncatingIfNeeded: sqlite3_column_int64(sqlite, 1))) else { continue }
                 keys.append(sqlite3_column_int64(sqlite, 0))
-                let number = Int(truncatingIfNeeded: sqlite3_column_int64(sqlite, 1))
-                codes.append(Int32(schema.entity(forNumber: number)?.entityCode ?? -1))
+                codes.append(Int32(entity.entityCode))
             }
             return (keys, codes)
         }
