@@ -3,7 +3,9 @@ import GRDB
 import GRDBSQLite
 import Synchronization
 
-/// The SQLite store: a GRDB `DatabasePool` in WAL mode (one writer, concurrent readers).
+/// The SQLite store: a GRDB `DatabasePool` in WAL mode (one writer, concurrent readers), over a
+/// file in Core Data's own layout (``SQLiteSchema``): a store Apple's Core Data wrote opens with the
+/// model that wrote it, and a store created here is one Core Data opens.
 ///
 /// Fetches and fault fulfilment read through the pool's readers and run concurrently with each
 /// other and with a save; saves are serialized by the pool's writer, each in one transaction.
