@@ -124,7 +124,7 @@ struct CoreDataStoreLayoutTests {
             let coordinator = PersistentStoreCoordinator(managedObjectModel: model)
             let store = try coordinator.addPersistentStore(type: .sqlite, at: created)
             try coordinator.removePersistentStore(store)
-            func layout(_ db: Database) throws -> (columns: [String: Set<String>], entities: [[String]], keys: Set<String>) {
+            func layout(_ db: Database) throws -> (columns: [String: Set<String>], entities: [[String]], keys: Set<String>, hashes: [String: Data]) {
                 let skipped: Set<String> = ["Z_MODELCACHE", "ATRANSACTION", "ACHANGE", "ATRANSACTIONSTRING"]
                 var columns: [String: Set<String>] = [:]
                 for table in try String.fetchAll(db, sql: "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'")
@@ -135,7 +135,8 @@ struct CoreDataStoreLayoutTests {
                     .map { ["\($0[0] as Int64)", $0[1] as String, "\($0[2] as Int64)"] }
                 let plist = try #require(try Data.fetchOne(db, sql: "SELECT Z_PLIST FROM Z_METADATA"))
                 let metadata = try #require(try PropertyListSerialization.propertyList(from: plist, options: [], format: nil) as? [String: Any])
-                return (columns, entities, Set(metadata.keys))
+                let hashes = (metadata["NSStoreModelVersionHashes"] as? [String: Any] ?? [:]).compactMapValues { $0 as? Data }
+                return (columns, entities, Set(metadata.keys), hashes)
             }
             let ours = try DatabaseQueue(path: created.path).read(layout)
             let apples = try CoreDataFixtures.withCopy(of: url, layout)
@@ -149,6 +150,7 @@ struct CoreDataStoreLayoutTests {
             let expectedKeys = apples.keys.subtracting(["migrationManagerClass"])
                 .union(["NSStoreModelVersionChecksumKey", "NSStoreModelVersionHashesDigest", "ObjectGraphModelVersionHash"])
             #expect(ours.keys == expectedKeys, "\(name)")
+            #expect(!ours.hashes.isEmpty && ours.hashes == apples.hashes, "\(name)")
             compared += 1
         }
         #expect(compared == 23)

@@ -32,10 +32,11 @@ struct CoreDataStoreTests {
         #expect(opened == 24)
     }
 
-    @Test("every object's attributes and to-one relationships read back as the raw rows hold them")
+    @Test("every object's attributes and to-one relationships, and to-manys through foreign keys, read back as the raw rows hold them")
     func valuesEqualTheRawRows() throws {
         var values = 0
         for (fixture, url) in try CoreDataFixtures.stores() {
+            var toManyChecks: [String: Int] = [:]
             let store = try CoreDataFixtures.open(url, fixture: fixture, readOnly: true)
             defer { store.remove() }
             let context = store.context()
@@ -59,6 +60,21 @@ struct CoreDataStoreTests {
                         let destination = object.value(forKey: relationship.name) as? ManagedObject
                         let key: Int64? = row["Z" + relationship.name.uppercased()]
                         #expect(destination?.objectID.primaryKey == key, "\(fixture) \(root.name).\(relationship.name)")
+                    }
+                    // To-many relationships read through their inverse's foreign key (the first objects of each table).
+                    guard toManyChecks[root.name, default: 0] < 40 else { continue }
+                    toManyChecks[root.name, default: 0] += 1
+                    for relationship in object.entity.relationships where relationship.isToMany {
+                        guard let inverse = relationship.inverseRelationship, !inverse.isToMany,
+                              let destination = relationship.destinationEntity else { continue }
+                        let members = (object.value(forKey: relationship.name) as? Set<ManagedObject>).map { Set($0.map { $0.objectID.primaryKey! }) }
+                            ?? Set(((object.value(forKey: relationship.name) as? [ManagedObject]) ?? []).map { $0.objectID.primaryKey! })
+                        let keys = try store.raw { db in
+                            try Int64.fetchAll(
+                                db, sql: "SELECT Z_PK FROM Z\(destination.rootEntity.name.uppercased()) WHERE Z\(inverse.name.uppercased()) = ?",
+                                arguments: [object.objectID.primaryKey])
+                        }
+                        #expect(members == Set(keys), "\(fixture) \(root.name).\(relationship.name)")
                     }
                 }
             }
