@@ -15,6 +15,9 @@ public final class ManagedObjectModel: @unchecked Sendable, CustomStringConverti
     public let entitiesByName: [String: EntityDescription]
     /// Problems found while building the model; empty for a valid model.
     public let validationErrors: [ObjectGraphError]
+    /// The validation errors that refuse the model (``validate()``): all of them but those Core Data
+    /// itself lets pass (two to-one relationships naming each other crossed, as early Artsy models do).
+    let refusingErrors: [ObjectGraphError]
     /// A hash of everything in the model that affects how objects are stored. Two models with the
     /// same hash read and write the same stores.
     public let versionHash: String
@@ -67,8 +70,10 @@ public final class ManagedObjectModel: @unchecked Sendable, CustomStringConverti
         }
         self.entitiesByName = byName
         self.entitiesByCode = owned.sorted { $0.name < $1.name }
-        Self.resolve(owned, byName: byName, errors: &errors)
-        self.validationErrors = errors
+        var tolerated: [ObjectGraphError] = []
+        Self.resolve(owned, byName: byName, errors: &errors, tolerated: &tolerated)
+        self.validationErrors = errors + tolerated
+        self.refusingErrors = errors
         self.versionHash = Self.computeVersionHash(entitiesByCode)
         for (code, entity) in entitiesByCode.enumerated() { entity.entityCode = code }
         for entity in owned { entity.managedObjectModel = self }
@@ -85,20 +90,24 @@ public final class ManagedObjectModel: @unchecked Sendable, CustomStringConverti
     /// Throws when the model is invalid.
     ///
     /// - Throws: ``ObjectGraphError/invalidModel`` naming every mistake.
+    /// Two to-one relationships whose inverses cross (A.x names B.y as its inverse, B.y names
+    /// another) do not refuse the model, as in Core Data: they are listed in ``validationErrors``,
+    /// and each is treated as having no inverse.
     public func validate() throws {
-        guard let first = validationErrors.first else { return }
-        if validationErrors.count == 1 { throw first }
+        guard let first = refusingErrors.first else { return }
+        if refusingErrors.count == 1 { throw first }
         throw ObjectGraphError(
-            .invalidModel, "The model has \(validationErrors.count) errors: "
-                + validationErrors.map(\.message).joined(separator: "; "),
-            underlyingErrors: validationErrors)
+            .invalidModel, "The model has \(refusingErrors.count) errors: "
+                + refusingErrors.map(\.message).joined(separator: "; "),
+            underlyingErrors: refusingErrors)
     }
 
     public var description: String { "ManagedObjectModel(\(entities.map(\.name).joined(separator: ", ")))" }
 
     // MARK: - Resolution
 
-    private static func resolve(_ entities: [EntityDescription], byName: [String: EntityDescription], errors: inout [ObjectGraphError]) {
+    private static func resolve(_ entities: [EntityDescription], byName: [String: EntityDescription], errors: inout [ObjectGraphError],
+                                tolerated: inout [ObjectGraphError]) {
         // Inheritance.
         for entity in entities {
             entity.subentities = []
@@ -198,10 +207,11 @@ public final class ManagedObjectModel: @unchecked Sendable, CustomStringConverti
                     continue
                 }
                 if let back = inverse.inverseName, back != relationship.name {
-                    errors.append(ObjectGraphError(
+                    let error = ObjectGraphError(
                         .invalidModel,
                         "Relationship '\(entity.name).\(relationship.name)' names inverse '\(destination.name).\(inverseName)', whose own inverse is '\(back)'",
-                        entityName: entity.name, key: relationship.name))
+                        entityName: entity.name, key: relationship.name)
+                    if !relationship.isToMany && !inverse.isToMany { tolerated.append(error) } else { errors.append(error) }
                     continue
                 }
                 if let inverseDestination = inverse.destinationEntity, !entity.isKindOf(entity: inverseDestination) {

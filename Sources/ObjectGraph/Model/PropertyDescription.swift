@@ -258,7 +258,8 @@ public final class RelationshipDescription: PropertyDescription, @unchecked Send
     public var maximumCount: Int { maxCount }
 
     /// How the relationship is stored: a to-one is a foreign key in the source's row; a to-many whose
-    /// inverse is to-one is read through that foreign key; any other to-many has a join table.
+    /// inverse is to-one is read through that foreign key; any other to-many is a set of pairs (in
+    /// SQLite, Core Data's join table, or the hidden foreign key of a to-many without an inverse).
     var isForeignKeyDerived: Bool { isToMany && (inverseRelationship.map { !$0.isToMany } ?? false) }
     var usesJoinTable: Bool { isToMany && !isForeignKeyDerived }
 }

@@ -53,7 +53,10 @@ public final class PersistentStore: Sendable, CustomStringConvertible {
     /// The durability of saves.
     public let durability: StoreDurability
     /// The store's metadata (Core Data's `[String: Any]`): its identifier (`"NSStoreUUID"`, a `String`),
-    /// its type (`"NSStoreType"`, a `String`) and the version hash of the model that wrote it.
+    /// its type (`"NSStoreType"`, a `String`) and the version hash of the model that wrote it. An
+    /// SQLite store's is its `Z_METADATA` property list, as Core Data reads it: also
+    /// `"NSStoreModelVersionHashes"` (`[String: Data]`), `"NSStoreModelVersionIdentifiers"`,
+    /// `"NSPersistenceFrameworkVersion"` and the others Core Data wrote.
     public let metadata: [String: any Sendable]
     /// A hash of ``identifier``, computed once: object IDs hash by it.
     let identifierHash: Int
@@ -68,7 +71,7 @@ public final class PersistentStore: Sendable, CustomStringConvertible {
         self.durability = durability
         self.backend = backend
         self.identifier = backend.identifier
-        self.metadata = backend.metadata.mapValues { $0 as any Sendable }
+        self.metadata = backend.metadata
         var hasher = Hasher()
         hasher.combine(backend.identifier)
         self.identifierHash = hasher.finalize()

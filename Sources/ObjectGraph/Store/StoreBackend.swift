@@ -82,7 +82,7 @@ protocol StoreBackend: AnyObject, Sendable {
     /// The store's UUID, kept in the store.
     var identifier: String { get }
     /// The store's metadata.
-    var metadata: [String: String] { get }
+    var metadata: [String: any Sendable] { get }
     /// How many SQL statements the store has run (0 for stores that run none).
     var statementCount: Int { get }
 

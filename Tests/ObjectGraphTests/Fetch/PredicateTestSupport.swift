@@ -174,7 +174,7 @@ final class PredicateTestGraph {
         let object = FakeObject(entity: entity, id: ManagedObjectID(entity: entity, store: store, primaryKey: pk))
         object.values = values
         var columns = [SQLiteSchema.primaryKeyColumn, SQLiteSchema.entityColumn, SQLiteSchema.versionColumn]
-        var arguments: [Value] = [.int(pk), .int(Int64(entity.entityCode)), .int(1)]
+        var arguments: [Value] = [.int(pk), .int(Int64(schema.entityNumber(for: entity))), .int(1)]
         for (key, value) in values.sorted(by: { $0.key < $1.key }) {
             columns.append(SQLiteSchema.quote(schema.columnName(for: entity.attributesByName[key]!)))
             arguments.append(value)
@@ -186,7 +186,7 @@ final class PredicateTestGraph {
             arguments.append(.objectID(folder.id))
         }
         try database.execute(
-            "INSERT INTO \(SQLiteSchema.quote(entity.rootEntity.name)) (\(columns.joined(separator: ", "))) "
+            "INSERT INTO \(SQLiteSchema.quote(schema.tableName(for: entity))) (\(columns.joined(separator: ", "))) "
                 + "VALUES (\(columns.map { _ in "?" }.joined(separator: ", ")))",
             arguments)
         objects.append(object)
@@ -196,12 +196,12 @@ final class PredicateTestGraph {
     private func link(_ note: FakeObject, _ tag: FakeObject) throws {
         note.toMany["tags", default: []].append(tag)
         tag.toMany["notes", default: []].append(note)
-        guard case .joinTable(let table, let source, let destination, let destinationEntity, _) =
+        guard case .joinTable(let table, let source, let destination, _, _) =
             schema.storage(forToMany: entity("Note").relationshipsByName["tags"]!)
         else { throw ObjectGraphError(.invalidModel, "Note.tags should use a join table") }
         try database.execute(
-            "INSERT INTO \(SQLiteSchema.quote(table)) (\(source), \(source)_ENT, \(destination), \(destinationEntity)) VALUES (?, ?, ?, ?)",
-            [.int(note.primaryKey), .int(Int64(note.entity.entityCode)), .int(tag.primaryKey), .int(Int64(tag.entity.entityCode))])
+            "INSERT INTO \(SQLiteSchema.quote(table)) (\(SQLiteSchema.quote(source)), \(SQLiteSchema.quote(destination))) VALUES (?, ?)",
+            [.int(note.primaryKey), .int(tag.primaryKey)])
     }
 
     func objects(of entityName: String) -> [FakeObject] {

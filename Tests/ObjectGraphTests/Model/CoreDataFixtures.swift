@@ -69,7 +69,10 @@ enum CoreDataFixtures {
         for suffix in ["", "-wal", "-shm"] {
             let source = URL(fileURLWithPath: store.path + suffix)
             if FileManager.default.fileExists(atPath: source.path) {
-                try FileManager.default.copyItem(at: source, to: folder.appendingPathComponent(source.lastPathComponent))
+                let copy = folder.appendingPathComponent(source.lastPathComponent)
+                try FileManager.default.copyItem(at: source, to: copy)
+                // The fixtures are read-only files; their copies are the tests' to write.
+                try FileManager.default.setAttributes([.posixPermissions: 0o644], ofItemAtPath: copy.path)
             }
         }
         return folder.appendingPathComponent(store.lastPathComponent)

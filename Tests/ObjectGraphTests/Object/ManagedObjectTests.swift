@@ -26,7 +26,7 @@ struct ManagedObjectTests {
         let id = UUID()
         let date = Date(timeIntervalSinceReferenceDate: 123_456.5)
         let thing = context.insert("Thing", [
-            "i16": 7, "i32": Int32(-9), "i64": Int64.max, "dec": Decimal(string: "12345678901234567890.123")!,
+            "i16": 7, "i32": Int32(-9), "i64": Int64.max, "dec": Decimal(string: "1234567890.12345")!,
             "dbl": 2.5, "flt": Float(1.25), "str": "héllo", "bool": true, "date": date,
             "data": Data([1, 2, 3]), "uuid": id, "uri": URL(string: "https://example.com/a?b=c")!,
             "json": ["a": 1, "b": [true, false]] as [String: Any], "point": Point(x: 3, y: 4), "scratch": "temp",
@@ -38,7 +38,8 @@ struct ManagedObjectTests {
         #expect(fetched.value(forKey: "i16") as? Int16 == 7)
         #expect(fetched.value(forKey: "i32") as? Int32 == -9)
         #expect(fetched.value(forKey: "i64") as? Int64 == Int64.max)
-        #expect(fetched.value(forKey: "dec") as? Decimal == Decimal(string: "12345678901234567890.123"))
+        // 15 significant digits: Core Data's DECIMAL columns hold a double (REAL).
+        #expect(fetched.value(forKey: "dec") as? Decimal == Decimal(string: "1234567890.12345"))
         #expect(fetched.value(forKey: "dbl") as? Double == 2.5)
         #expect(fetched.value(forKey: "flt") as? Float == 1.25)
         #expect(fetched.value(forKey: "str") as? String == "héllo")

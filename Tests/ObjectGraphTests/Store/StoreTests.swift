@@ -287,13 +287,13 @@ struct StoreTests {
         do {
             let coordinator = PersistentStoreCoordinator(managedObjectModel: model(indexed: false))
             let store = try coordinator.addPersistentStore(type: .sqlite, at: url)
-            #expect(try (store.backend as! SQLiteStore).indexNames().filter { $0.hasPrefix("Item_") }.isEmpty)
+            #expect(try (store.backend as! SQLiteStore).indexNames().filter { $0.hasPrefix("Z_Item_") }.isEmpty)
             try coordinator.removePersistentStore(store)
         }
         #expect(model(indexed: false).versionHash == model(indexed: true).versionHash, "indexes do not change how objects are stored")
         let coordinator = PersistentStoreCoordinator(managedObjectModel: model(indexed: true))
         let store = try coordinator.addPersistentStore(type: .sqlite, at: url)
-        #expect(try (store.backend as! SQLiteStore).indexNames() == ["Item_INDEX_0", "Item_name_IDX"])
+        #expect(try (store.backend as! SQLiteStore).indexNames() == ["Z_Item_name", "Z_Item_score_name"])
     }
 
     @Test func theCoordinatorLockIsRecursiveAndExclusive() throws {

@@ -101,10 +101,10 @@ struct StoredValueTests {
         let (equal, null, storage) = try queue.read { db throws -> (Int, Int, String?) in
             var equal = 0
             for number in [0.0, 1.0, -1.0] {
-                equal += try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM Sample WHERE double = ?", arguments: [number]) ?? 0
+                equal += try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM ZSAMPLE WHERE ZDOUBLE = ?", arguments: [number]) ?? 0
             }
-            let null = try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM Sample WHERE double IS NULL") ?? -1
-            return (equal, null, try String.fetchOne(db, sql: "SELECT typeof(double) FROM Sample"))
+            let null = try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM ZSAMPLE WHERE ZDOUBLE IS NULL") ?? -1
+            return (equal, null, try String.fetchOne(db, sql: "SELECT typeof(ZDOUBLE) FROM ZSAMPLE"))
         }
         #expect(equal == 0)
         #expect(null == 0)
@@ -118,7 +118,7 @@ struct StoredValueTests {
         try context.save()
         try stack.close()
         let queue = try DatabaseQueue(path: stack.url.path)
-        try queue.write { db in try db.execute(sql: "UPDATE Sample SET decimal = 'NaN'") }
+        try queue.write { db in try db.execute(sql: "UPDATE ZSAMPLE SET ZDECIMAL = 'NaN'") }
         try queue.close()
         try stack.reopen()
         let object = try #require(try stack.context().all("Sample").first)

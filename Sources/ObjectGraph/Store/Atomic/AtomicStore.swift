@@ -20,7 +20,7 @@ final class AtomicStore: StoreBackend {
     private let injectedWriteErrno = Protected<CInt?>(nil)
 
     var identifier: String { memory.identifier }
-    var metadata: [String: String] { memory.metadata }
+    var metadata: [String: any Sendable] { memory.metadata }
     var statementCount: Int { 0 }
 
     init(url: URL, model: ManagedObjectModel, format: AtomicFormat, readOnly: Bool) throws {
@@ -142,7 +142,7 @@ extension InMemoryStore {
     func saveAndPersist(_ request: StoreSaveRequest, store: PersistentStore, persist: (InMemoryState) throws -> Void) throws -> StoreSaveResult {
         try withState { state in
             let before = state
-            let result = try InMemorySave(request: request, store: store, schema: schema, model: model).apply(to: &state)
+            let result = try InMemorySave(request: request, store: store, model: model).apply(to: &state)
             do { try persist(state) } catch {
                 state = before
                 throw error
@@ -274,7 +274,7 @@ struct AtomicFile: Codable {
                 entity < entities.count ? .objectID(ManagedObjectID(entity: entities[entity], store: store, primaryKey: key)) : .null
             }
         }
-        let indexer = InMemorySave(request: StoreSaveRequest(), store: store, schema: SQLiteSchema(model: model), model: model)
+        let indexer = InMemorySave(request: StoreSaveRequest(), store: store, model: model)
         for row in rows where row.entity < entities.count {
             let entity = entities[row.entity]
             let snapshot = Snapshot(entity: entity, version: row.version, values: row.values.map(value))

@@ -7,16 +7,14 @@ import Foundation
 /// A save validates everything first (versions, constraints), then applies: it is all or nothing.
 final class InMemoryStore: StoreBackend {
     let identifier: String
-    let metadata: [String: String]
+    let metadata: [String: any Sendable]
     let model: ManagedObjectModel
-    let schema: SQLiteSchema
     private let state: Protected<InMemoryState>
 
     var statementCount: Int { 0 }
 
     init(model: ManagedObjectModel, identifier: String = UUID().uuidString, state: InMemoryState? = nil, type: StoreType = .inMemory) {
         self.model = model
-        self.schema = SQLiteSchema(model: model)
         self.identifier = identifier
         self.metadata = [
             PersistentStore.metadataIdentifierKey: identifier,
@@ -37,7 +35,7 @@ final class InMemoryStore: StoreBackend {
     // MARK: - Reading
 
     func fetch(_ request: StoreFetchRequest, store: PersistentStore) throws -> [StoreRow] {
-        let view = InMemoryView(state: currentState, store: store, schema: schema, model: model)
+        let view = InMemoryView(state: currentState, store: store, model: model)
         var subjects = try view.matching(request)
         if !request.sortDescriptors.isEmpty {
             subjects = try FetchSortDescriptor.sorted(subjects, by: request.sortDescriptors, subject: { $0 })
@@ -68,7 +66,7 @@ final class InMemoryStore: StoreBackend {
     func destinations(of relationship: RelationshipDescription, for sources: [ManagedObjectID], store: PersistentStore) throws
         -> [ManagedObjectID: [ManagedObjectID]]
     {
-        let view = InMemoryView(state: currentState, store: store, schema: schema, model: model)
+        let view = InMemoryView(state: currentState, store: store, model: model)
         var result: [ManagedObjectID: [ManagedObjectID]] = [:]
         for source in sources { result[source] = view.destinations(of: relationship, from: source) }
         return result
@@ -82,7 +80,7 @@ final class InMemoryStore: StoreBackend {
 
     func save(_ request: StoreSaveRequest, store: PersistentStore) throws -> StoreSaveResult {
         try state.withLock { state in
-            try InMemorySave(request: request, store: store, schema: schema, model: model).apply(to: &state)
+            try InMemorySave(request: request, store: store, model: model).apply(to: &state)
         }
     }
 
@@ -151,13 +149,11 @@ struct InMemoryRowSubject: PredicateSubject {
 final class InMemoryView: @unchecked Sendable {  // immutable after init
     let state: InMemoryState
     let store: PersistentStore
-    let schema: SQLiteSchema
     let model: ManagedObjectModel
 
-    init(state: InMemoryState, store: PersistentStore, schema: SQLiteSchema, model: ManagedObjectModel) {
+    init(state: InMemoryState, store: PersistentStore, model: ManagedObjectModel) {
         self.state = state
         self.store = store
-        self.schema = schema
         self.model = model
     }
 
@@ -181,11 +177,11 @@ final class InMemoryView: @unchecked Sendable {  // immutable after init
 
     func destinations(of relationship: RelationshipDescription, from source: ManagedObjectID) -> [ManagedObjectID] {
         guard let pk = source.primaryKey, let destinationEntity = relationship.destinationEntity else { return [] }
-        switch schema.storage(forToMany: relationship) {
-        case .foreignKey(_, _, let orderColumn):
+        switch RelationalLayout.toMany(relationship) {
+        case .inverseForeignKey:
             guard let inverse = relationship.inverseRelationship else { return [] }
             var keys = Array(state.foreignKeys[ObjectIdentifier(inverse)]?[pk] ?? [])
-            if orderColumn != nil {
+            if relationship.isOrdered {
                 let orders = state.foreignKeyOrders[ObjectIdentifier(relationship)] ?? [:]
                 keys.sort { (orders[$0] ?? Int.max, $0) < (orders[$1] ?? Int.max, $1) }
             } else {
@@ -193,11 +189,10 @@ final class InMemoryView: @unchecked Sendable {  // immutable after init
             }
             let table = state.tables[destinationEntity.rootEntity.entityCode] ?? [:]
             return keys.compactMap { key in table[key].map { ManagedObjectID(entity: $0.entity, store: store, primaryKey: key) } }
-        case .joinTable(let table, let sourceColumn, _, _, let orderColumn):
-            let forward = sourceColumn == "Z_SRC"
+        case .pairs(let table, let forward):
             let entries = (forward ? state.joinForward[table] : state.joinBackward[table])?[pk] ?? [:]
             var pairs = Array(entries)
-            if orderColumn != nil {
+            if relationship.isOrdered {
                 pairs.sort { a, b in
                     let x = (forward ? a.value.destinationOrder : a.value.sourceOrder) ?? Int.max
                     let y = (forward ? b.value.destinationOrder : b.value.sourceOrder) ?? Int.max
@@ -219,7 +214,6 @@ final class InMemoryView: @unchecked Sendable {  // immutable after init
 struct InMemorySave {
     let request: StoreSaveRequest
     let store: PersistentStore
-    let schema: SQLiteSchema
     let model: ManagedObjectModel
 
     func apply(to state: inout InMemoryState) throws -> StoreSaveResult {
@@ -292,8 +286,7 @@ struct InMemorySave {
             unindex(old, pk: pk, in: &state)
             state.tables[object.entity.rootEntity.entityCode]?[pk] = nil
             for relationship in old.entity.relationships where relationship.usesJoinTable {
-                guard case .joinTable(let table, let sourceColumn, _, _, _) = schema.storage(forToMany: relationship) else { continue }
-                let forward = sourceColumn == "Z_SRC"
+                guard case .pairs(let table, let forward) = RelationalLayout.toMany(relationship) else { continue }
                 let partners = (forward ? state.joinForward[table]?[pk] : state.joinBackward[table]?[pk]) ?? [:]
                 for partner in partners.keys {
                     if forward { state.joinBackward[table]?[partner]?[pk] = nil } else { state.joinForward[table]?[partner]?[pk] = nil }
@@ -328,17 +321,16 @@ struct InMemorySave {
             result.snapshots[object.id] = snapshot
         }
         for change in request.joinDeletes {
-            guard case .joinTable(let table, let sourceColumn, _, _, _) = schema.storage(forToMany: change.relationship),
+            guard case .pairs(let table, let forward) = RelationalLayout.toMany(change.relationship),
                   let s = resolve(change.source).primaryKey, let d = resolve(change.destination).primaryKey else { continue }
-            let (src, dst) = sourceColumn == "Z_SRC" ? (s, d) : (d, s)
+            let (src, dst) = forward ? (s, d) : (d, s)
             state.joinForward[table]?[src]?[dst] = nil
             state.joinBackward[table]?[dst]?[src] = nil
         }
         for change in request.joinInserts {
-            guard case .joinTable(let table, let sourceColumn, _, _, _) = schema.storage(forToMany: change.relationship) else { continue }
+            guard case .pairs(let table, let forward) = RelationalLayout.toMany(change.relationship) else { continue }
             let source = resolve(change.source), destination = resolve(change.destination)
             guard let s = source.primaryKey, let d = destination.primaryKey else { continue }
-            let forward = sourceColumn == "Z_SRC"
             let (src, dst) = forward ? (s, d) : (d, s)
             let (srcEntity, dstEntity) = forward
                 ? (source.entity.entityCode, destination.entity.entityCode) : (destination.entity.entityCode, source.entity.entityCode)
@@ -350,15 +342,15 @@ struct InMemorySave {
         }
         for ordering in request.orderings {
             guard let s = resolve(ordering.source).primaryKey else { continue }
-            switch schema.storage(forToMany: ordering.relationship) {
-            case .foreignKey(_, _, .some):
+            guard ordering.relationship.isOrdered else { continue }
+            switch RelationalLayout.toMany(ordering.relationship) {
+            case .inverseForeignKey:
                 for (position, destination) in ordering.destinations.enumerated() {
                     guard let d = resolve(destination).primaryKey else { continue }
                     state.foreignKeyOrders[ObjectIdentifier(ordering.relationship), default: [:]][d] = position
                     state.orderedRelationships[ObjectIdentifier(ordering.relationship)] = ordering.relationship
                 }
-            case .joinTable(let table, let sourceColumn, _, _, .some):
-                let forward = sourceColumn == "Z_SRC"
+            case .pairs(let table, let forward):
                 for (position, destination) in ordering.destinations.enumerated() {
                     guard let d = resolve(destination).primaryKey else { continue }
                     let (src, dst) = forward ? (s, d) : (d, s)
@@ -370,8 +362,6 @@ struct InMemorySave {
                         state.joinBackward[table]?[dst]?[src]?.sourceOrder = position
                     }
                 }
-            default:
-                break
             }
         }
         return result

@@ -238,8 +238,15 @@ final class SQLPredicateCompiler {
             try PredicateArithmetic.checkOperand(value)
             return .constant(value)
         case .keyPath, .variable:
-            try PredicateArithmetic.checkOperand(try analyze(expression).1)
-            return try term(expression)
+            let path = try analyze(expression).1
+            try PredicateArithmetic.checkOperand(path)
+            let operand = try term(expression)
+            // A TIMESTAMP column (numeric affinity, as Core Data declares it) keeps a whole number of
+            // seconds as an INTEGER: arithmetic on a date is on REALs, as in memory.
+            if path.finalAttribute?.attributeType == .date, case .expression(let date) = operand {
+                return .expression(SQLExpression(fragment: "(\(date.fragment) + 0.0)", valueClass: date.valueClass, mayHoldNaN: date.mayHoldNaN))
+            }
+            return operand
         case .arithmetic, .subqueryCount:
             return try term(expression)
         case .list:

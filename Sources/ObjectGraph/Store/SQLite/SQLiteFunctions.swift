@@ -33,8 +33,15 @@ enum SQLiteFunctions {
     static let like = stringOperator("og_like", .like)
     static let matches = stringOperator("og_matches", .matches)
 
+    /// The functions the triggers Core Data writes for derived attributes call to tell its context
+    /// which objects they changed (`NSCoreDataDATriggerUpdatedAffectedObjectValue(table, Z_ENT, Z_PK,
+    /// property, value)`): they return NULL, so the triggers keep the derived values up to date in the
+    /// store, and ObjectGraph reads the new values when it next reads the rows.
+    static let derivedAttributeTriggers = ["NSCoreDataDATriggerUpdatedAffectedObjectValue", "NSCoreDataDATriggerInsertUpdatedAffectedObjectValue"]
+        .map { DatabaseFunction($0, argumentCount: 5, pure: false) { _ in nil } }
+
     /// Every function, by name (for ``SQLQueryBuilder``).
-    static let all: [DatabaseFunction] = [fold, real, beginsWith, endsWith, contains, like, matches]
+    static let all: [DatabaseFunction] = [fold, real, beginsWith, endsWith, contains, like, matches] + derivedAttributeTriggers
 
     /// The name of the function for a string operator.
     static func name(of op: PredicateComparison.Operator) -> String {

@@ -23,13 +23,16 @@ struct SQLiteTableLayout: Sendable {
 
     let root: EntityDescription
     let table: String
-    /// The select list, `t0.Z_PK, t0.Z_ENT, t0.Z_OPT, t0."a", ...`.
+    let schema: SQLiteSchema
+    /// The select list, `t0.Z_PK, t0.Z_ENT, t0.Z_OPT, t0."ZA", ...`.
     let selectList: String
+    /// By `Z_ENT`.
     let entities: [Int: EntityLayout]
 
     init(root: EntityDescription, schema: SQLiteSchema) {
         self.root = root
-        self.table = root.name
+        self.table = schema.tableName(for: root)
+        self.schema = schema
         var columns = [SQLiteSchema.primaryKeyColumn, SQLiteSchema.entityColumn, SQLiteSchema.versionColumn]
         var positions: [String: Int] = [:]
         func position(_ column: String) -> Int {
@@ -61,8 +64,8 @@ struct SQLiteTableLayout: Sendable {
                 }
             }
             let placeholders = Array(repeating: "?", count: insertColumns.count).joined(separator: ",")
-            let insertSQL = "INSERT INTO \(SQLiteSchema.quote(root.name)) (\(insertColumns.map(SQLiteSchema.quote).joined(separator: ","))) VALUES (\(placeholders))"
-            entities[entity.entityCode] = EntityLayout(entity: entity, readers: readers, insertProperties: insertProperties, insertSQL: insertSQL)
+            let insertSQL = "INSERT INTO \(SQLiteSchema.quote(table)) (\(insertColumns.map(SQLiteSchema.quote).joined(separator: ","))) VALUES (\(placeholders))"
+            entities[schema.entityNumber(for: entity)] = EntityLayout(entity: entity, readers: readers, insertProperties: insertProperties, insertSQL: insertSQL)
         }
         self.entities = entities
         self.selectList = columns.map { "t0.\(SQLiteSchema.quote($0))" }.joined(separator: ", ")
@@ -85,9 +88,8 @@ struct SQLiteTableLayout: Sendable {
                 guard sqlite3_column_type(statement, index) == SQLITE_INTEGER else { continue }
                 var destinationEntity = destination
                 if let entityColumn, sqlite3_column_type(statement, CInt(entityColumn)) == SQLITE_INTEGER {
-                    let destinationCode = Int(sqlite3_column_int64(statement, CInt(entityColumn)))
-                    if destinationCode >= 0 && destinationCode < model.entitiesByCode.count {
-                        destinationEntity = model.entitiesByCode[destinationCode]
+                    if let entity = schema.entity(forNumber: Int(sqlite3_column_int64(statement, CInt(entityColumn)))) {
+                        destinationEntity = entity
                     }
                 }
                 values[property] = .objectID(ManagedObjectID(entity: destinationEntity, store: store, primaryKey: sqlite3_column_int64(statement, index)))

@@ -1,94 +1,202 @@
 import Foundation
 import GRDB
 
-/// How a model is laid out in SQLite: one table per root entity (sub-entities share it, told apart
-/// by the entity column), an integer primary key, a version column for optimistic locking, one
-/// column per stored attribute, a foreign-key column per to-one relationship, a join table per
-/// to-many relationship whose inverse is not to-one, and an index on every foreign key.
+/// How a model is laid out in SQLite: Core Data's own layout, so a store Apple's Core Data wrote
+/// opens here and a store written here opens in Core Data.
+///
+/// - One table `Z<ROOT>` per root entity (sub-entities share it, told apart by `Z_ENT`), with
+///   `Z_PK` (the primary key), `Z_ENT` (the entity number) and `Z_OPT` (the optimistic-lock version).
+/// - A column `Z<ATTRIBUTE>` per stored attribute, `Z<RELATIONSHIP>` per to-one (the destination's
+///   `Z_PK`), and `Z<n>_<RELATIONSHIP>` beside it (the destination's `Z_ENT`) when the destination
+///   has sub-entities; a name already used in the table gets a number (`ZNAME1`).
+/// - A to-many whose inverse is to-one is read through that foreign key; a to-many without an
+///   inverse through a hidden foreign key `Z<n><RELATIONSHIP>` in the destination's table; a
+///   many-to-many through a join table `Z_<n><RELATIONSHIP>` whose columns `Z_<n><RELATIONSHIP>`
+///   are unique across join tables (`Z_3ARTWORKS1`). Ordered relationships keep positions in
+///   `Z_FOK_` columns.
+/// - Entity numbers are those of the store's `Z_PRIMARYKEY` when it exists; a new store numbers
+///   entities as Core Data does: roots in name order, each followed by its sub-entities, depth first.
 struct SQLiteSchema: Sendable {
     static let primaryKeyColumn = "Z_PK"
     static let entityColumn = "Z_ENT"
     static let versionColumn = "Z_OPT"
     static let metadataTable = "Z_METADATA"
     static let primaryKeyTable = "Z_PRIMARYKEY"
+    static let modelCacheTable = "Z_MODELCACHE"
 
     /// How a to-many relationship's destinations are found.
     enum ToManyStorage: Sendable, Equatable {
         /// The destinations are the rows of `table` whose `column` holds the source's primary key;
-        /// `orderColumn` holds the position of each in an ordered relationship.
+        /// `orderColumn` holds the position of each in an ordered relationship. `column` is the
+        /// inverse to-one's column, or a hidden one for a to-many without an inverse.
         case foreignKey(table: String, column: String, orderColumn: String?)
         /// The pairs are rows of a join table. `sourceColumn` holds the source's primary key,
-        /// `destinationColumn` the destination's, `destinationEntityColumn` the destination's entity
-        /// code, and `orderColumn` the destination's position for an ordered relationship.
+        /// `destinationColumn` the destination's, and `orderColumn` the destination's position for
+        /// an ordered relationship. Core Data's join tables hold no entity numbers:
+        /// `destinationEntityColumn` is always nil, and a destination's entity is read from its table.
         case joinTable(table: String, sourceColumn: String, destinationColumn: String,
-                       destinationEntityColumn: String, orderColumn: String?)
+                       destinationEntityColumn: String?, orderColumn: String?)
     }
 
     let model: ManagedObjectModel
+    /// `Z_ENT` of each entity, by entity code.
+    private let numbers: [Int]
+    /// Entities by `Z_ENT` (nil where no entity of the model has that number).
+    private let entitiesByNumber: [EntityDescription?]
     private let columns: [ObjectIdentifier: String]
     private let toOneEntityColumns: [ObjectIdentifier: String]
     private let toManyStorage: [ObjectIdentifier: ToManyStorage]
+    /// Per root table: the hidden foreign keys and order columns other relationships keep in it.
+    private let extraColumns: [String: [String]]
+    /// The join tables, each with its two columns (first is the primary key's first) and order columns.
+    private let joinTables: [(table: String, first: String, second: String, orders: [String])]
 
+    /// The layout of a new store: Core Data's entity numbers and names.
     init(model: ManagedObjectModel) {
+        self.init(model: model, entityNumbers: Self.coreDataEntityNumbers(for: model), existingColumns: nil)
+    }
+
+    /// The layout of a store whose `Z_PRIMARYKEY` gave `entityNumbers` (by entity name) and whose
+    /// tables have `existingColumns` (by table name, in order): join tables and their columns are
+    /// taken from the file where the names Core Data chose differ from the ones derived here.
+    init(model: ManagedObjectModel, entityNumbers byName: [String: Int], existingColumns: [String: [String]]?) {
         self.model = model
+        let fallback = Self.coreDataEntityNumbers(for: model)
+        var numbers: [Int] = []
+        var used = Set(byName.values)
+        for entity in model.entitiesByCode {
+            if let n = byName[entity.name] ?? entity.renamingIdentifier.flatMap({ byName[$0] }) {
+                // By name, or by the name it had (Core Data keeps Z_NAME when a migration renames an entity).
+                numbers.append(n)
+            } else if byName.isEmpty, let n = fallback[entity.name] {
+                numbers.append(n)
+            } else {
+                // An entity the store does not number (it cannot be when the hashes matched) gets a fresh number.
+                let n = (used.max() ?? 0) + 1
+                used.insert(n)
+                numbers.append(n)
+            }
+        }
+        self.numbers = numbers
+        var byNumber = [EntityDescription?](repeating: nil, count: (numbers.max() ?? 0) + 1)
+        for (code, n) in numbers.enumerated() { byNumber[n] = model.entitiesByCode[code] }
+        self.entitiesByNumber = byNumber
+        func number(_ entity: EntityDescription) -> Int { numbers[entity.entityCode] }
+
         var columns: [ObjectIdentifier: String] = [:]
         var toOneEntityColumns: [ObjectIdentifier: String] = [:]
-        var toMany: [ObjectIdentifier: ToManyStorage] = [:]
-        for root in model.entitiesByCode where root.superentity == nil {
-            // Every property stored in the root's table, across the inheritance tree.
-            var declared: [(EntityDescription, PropertyDescription)] = []
-            for entity in root.selfAndDescendants {
+        var usedInTable: [String: Set<String>] = [:]
+        func unique(_ base: String, in table: String) -> String {
+            var taken = usedInTable[table, default: [Self.primaryKeyColumn, Self.entityColumn, Self.versionColumn]]
+            var name = base, n = 0
+            while taken.contains(name) { n += 1; name = base + String(n) }
+            taken.insert(name)
+            usedInTable[table] = taken
+            return name
+        }
+        let roots = model.entitiesByCode.filter { $0.superentity == nil }.sorted { number($0) < number($1) }
+        for root in roots {
+            let table = Self.tableName(root)
+            for entity in root.selfAndDescendants.sorted(by: { number($0) < number($1) }) {
                 for property in entity.declaredProperties {
                     if let attribute = property as? AttributeDescription, !attribute.isTransient {
-                        declared.append((entity, property))
+                        columns[ObjectIdentifier(property)] = unique("Z" + property.name.uppercased(), in: table)
                     } else if let relationship = property as? RelationshipDescription, !relationship.isToMany {
-                        declared.append((entity, property))
+                        let name = unique("Z" + property.name.uppercased(), in: table)
+                        columns[ObjectIdentifier(property)] = name
+                        if let destination = relationship.destinationEntity, !destination.subentities.isEmpty {
+                            toOneEntityColumns[ObjectIdentifier(property)] = unique("Z\(number(destination))_" + property.name.uppercased(), in: table)
+                        }
                     }
                 }
             }
-            var counts: [String: Int] = [:]
-            for (_, property) in declared { counts[property.name.lowercased(), default: 0] += 1 }
-            for (entity, property) in declared {
-                let unique = counts[property.name.lowercased()] == 1 && !Self.isReserved(property.name)
-                let name = unique ? property.name : "\(property.name)_\(entity.name)"
-                columns[ObjectIdentifier(property)] = name
-                if let relationship = property as? RelationshipDescription,
-                   let destination = relationship.destinationEntity, !destination.rootEntity.subentities.isEmpty {
-                    toOneEntityColumns[ObjectIdentifier(property)] = name + "_ENT"
-                }
+        }
+
+        var toMany: [ObjectIdentifier: ToManyStorage] = [:]
+        var extra: [String: [String]] = [:]
+        var joins: [(table: String, first: String, second: String, orders: [String])] = []
+        var joinColumnsUsed: Set<String> = []
+        func uniqueJoinColumn(_ base: String) -> String {
+            var name = base, n = 0
+            while joinColumnsUsed.contains(name) { n += 1; name = base + String(n) }
+            joinColumnsUsed.insert(name)
+            return name
+        }
+        let declaredToMany = model.entitiesByCode.sorted { number($0) < number($1) }.flatMap { entity in
+            entity.declaredProperties.compactMap { $0 as? RelationshipDescription }
+                .filter { $0.isToMany && $0.destinationEntity != nil }
+                .sorted { $0.name < $1.name }
+        }
+        for relationship in declaredToMany {
+            guard let entity = relationship.entity, let destination = relationship.destinationEntity else { continue }
+            let destinationTable = Self.tableName(destination.rootEntity)
+            if let inverse = relationship.inverseRelationship, !inverse.isToMany {
+                let column = columns[ObjectIdentifier(inverse)] ?? "Z" + inverse.name.uppercased()
+                let order = relationship.isOrdered ? "Z_FOK_" + String(column.dropFirst()) : nil
+                if let order { extra[destinationTable, default: []].append(order) }
+                toMany[ObjectIdentifier(relationship)] = .foreignKey(table: destinationTable, column: column, orderColumn: order)
+            } else if relationship.inverseRelationship == nil {
+                let column = unique("Z\(number(entity))" + relationship.name.uppercased(), in: destinationTable)
+                extra[destinationTable, default: []].append(column)
+                let order = relationship.isOrdered ? "Z_FOK_" + String(column.dropFirst()) : nil
+                if let order { extra[destinationTable, default: []].append(order) }
+                toMany[ObjectIdentifier(relationship)] = .foreignKey(table: destinationTable, column: column, orderColumn: order)
             }
         }
-        for entity in model.entitiesByCode {
-            for relationship in entity.declaredProperties.compactMap({ $0 as? RelationshipDescription }) where relationship.isToMany {
-                guard let destination = relationship.destinationEntity else { continue }
-                if let inverse = relationship.inverseRelationship, !inverse.isToMany {
-                    let column = columns[ObjectIdentifier(inverse)] ?? inverse.name
-                    toMany[ObjectIdentifier(relationship)] = .foreignKey(
-                        table: destination.rootEntity.name, column: column,
-                        orderColumn: relationship.isOrdered ? column + "_ORDER" : nil)
-                } else {
-                    // A many-to-many pair shares one join table, named after the side whose
-                    // "Entity.relationship" sorts first; each side reads it in its own direction.
-                    let me = "\(entity.name)_\(relationship.name)"
-                    let other = relationship.inverseRelationship.map { "\($0.entity?.name ?? "")_\($0.name)" }
-                    let primary = other.map { min(me, $0) } ?? me
-                    let isPrimary = primary == me
-                    toMany[ObjectIdentifier(relationship)] = .joinTable(
-                        table: "Z_" + primary,
-                        sourceColumn: isPrimary ? "Z_SRC" : "Z_DST",
-                        destinationColumn: isPrimary ? "Z_DST" : "Z_SRC",
-                        destinationEntityColumn: isPrimary ? "Z_DST_ENT" : "Z_SRC_ENT",
-                        orderColumn: relationship.isOrdered ? (isPrimary ? "Z_DST_ORDER" : "Z_SRC_ORDER") : nil)
+        // Many-to-many: one join table per pair, named after the side whose entity numbers first.
+        for relationship in declaredToMany {
+            guard let inverse = relationship.inverseRelationship, inverse.isToMany, toMany[ObjectIdentifier(relationship)] == nil,
+                  let entity = relationship.entity, let destination = relationship.destinationEntity,
+                  let inverseEntity = inverse.entity else { continue }
+            let isFirst = relationship === inverse
+                || (number(entity), relationship.name) <= (number(inverseEntity), inverse.name)
+            guard isFirst else { continue }
+            var table = "Z_\(number(entity))" + relationship.name.uppercased()
+            var first = uniqueJoinColumn("Z_\(number(entity))" + inverse.name.uppercased())
+            var second = uniqueJoinColumn("Z_\(number(destination))" + relationship.name.uppercased())
+            if let existingColumns {
+                // Core Data may have named the table after the other side, or numbered columns otherwise.
+                let other = "Z_\(number(inverseEntity))" + inverse.name.uppercased()
+                var swapped = false
+                if existingColumns[table] == nil, existingColumns[other] != nil { table = other; swapped = true }
+                let actual = (existingColumns[table] ?? []).filter { !$0.hasPrefix("Z_FOK_") }
+                if actual.count == 2 {
+                    let strip = { (s: String) in String(s.reversed().drop(while: \.isNumber).reversed()) }
+                    if swapped || (strip(actual[0]) == strip(second) && strip(actual[1]) == strip(first) && strip(first) != strip(second)) {
+                        (first, second) = (actual[1], actual[0])
+                    } else {
+                        (first, second) = (actual[0], actual[1])
+                    }
                 }
             }
+            let forwardOrder = relationship.isOrdered ? "Z_FOK_" + String(second.dropFirst(2)) : nil
+            let backwardOrder = inverse.isOrdered && relationship !== inverse ? "Z_FOK_" + String(first.dropFirst(2)) : nil
+            toMany[ObjectIdentifier(relationship)] = .joinTable(
+                table: table, sourceColumn: first, destinationColumn: second, destinationEntityColumn: nil, orderColumn: forwardOrder)
+            if relationship !== inverse {
+                toMany[ObjectIdentifier(inverse)] = .joinTable(
+                    table: table, sourceColumn: second, destinationColumn: first, destinationEntityColumn: nil, orderColumn: backwardOrder)
+            }
+            joins.append((table, first, second, [forwardOrder, backwardOrder].compactMap { $0 }))
         }
         self.columns = columns
         self.toOneEntityColumns = toOneEntityColumns
         self.toManyStorage = toMany
+        self.extraColumns = extra
+        self.joinTables = joins
     }
 
-    private static func isReserved(_ name: String) -> Bool {
-        name.uppercased().hasPrefix("Z_")
+    /// Core Data's numbering of a new store's entities: roots in name order, each followed by its
+    /// sub-entities (in name order, depth first), from 1.
+    static func coreDataEntityNumbers(for model: ManagedObjectModel) -> [String: Int] {
+        var result: [String: Int] = [:]
+        func visit(_ entity: EntityDescription) {
+            result[entity.name] = result.count + 1
+            for sub in entity.subentities.sorted(by: { $0.name.utf8.lexicographicallyPrecedes($1.name.utf8) }) { visit(sub) }
+        }
+        for root in model.entitiesByCode.filter({ $0.superentity == nil })
+            .sorted(by: { $0.name.utf8.lexicographicallyPrecedes($1.name.utf8) }) { visit(root) }
+        return result
     }
 
     /// Quotes an identifier for SQL.
@@ -96,17 +204,27 @@ struct SQLiteSchema: Sendable {
         "\"" + identifier.replacingOccurrences(of: "\"", with: "\"\"") + "\""
     }
 
-    /// The (unquoted) name of the table that holds the entity's rows: its root entity's name.
-    func tableName(for entity: EntityDescription) -> String { entity.rootEntity.name }
+    private static func tableName(_ root: EntityDescription) -> String { "Z" + root.name.uppercased() }
+
+    /// The entity's `Z_ENT` in this store.
+    func entityNumber(for entity: EntityDescription) -> Int { numbers[entity.entityCode] }
+
+    /// The entity whose `Z_ENT` is `number` in this store, if any.
+    func entity(forNumber number: Int) -> EntityDescription? {
+        number >= 0 && number < entitiesByNumber.count ? entitiesByNumber[number] : nil
+    }
+
+    /// The (unquoted) name of the table that holds the entity's rows: `Z` and its root entity's name.
+    func tableName(for entity: EntityDescription) -> String { Self.tableName(entity.rootEntity) }
 
     /// The (unquoted) column of a stored attribute or a to-one relationship (which holds the
     /// destination's primary key).
     func columnName(for property: PropertyDescription) -> String {
-        columns[ObjectIdentifier(property)] ?? property.name
+        columns[ObjectIdentifier(property)] ?? "Z" + property.name.uppercased()
     }
 
     /// For a to-one relationship whose destination has sub-entities, the column holding the
-    /// destination's entity code.
+    /// destination's entity number (`Z<n>_<RELATIONSHIP>`).
     func entityColumnName(forToOne relationship: RelationshipDescription) -> String? {
         toOneEntityColumns[ObjectIdentifier(relationship)]
     }
@@ -119,55 +237,68 @@ struct SQLiteSchema: Sendable {
     /// The SQL condition restricting the root table (aliased `alias`) to the entity (and its
     /// sub-entities when `includesSubentities`), or nil when every row qualifies.
     func entityRestriction(for entity: EntityDescription, includesSubentities: Bool, alias: String) -> String? {
-        let codes = includesSubentities ? entity.selfAndDescendants.map(\.entityCode) : [entity.entityCode]
         if entity.superentity == nil && includesSubentities { return nil }
         if entity.superentity == nil && entity.subentities.isEmpty { return nil }
+        let codes = (includesSubentities ? entity.selfAndDescendants : [entity]).map(entityNumber(for:))
         if codes.count == 1 { return "\(alias).\(Self.entityColumn) = \(codes[0])" }
         return "\(alias).\(Self.entityColumn) IN (\(codes.map(String.init).joined(separator: ",")))"
     }
 
+    /// Core Data's column type for an attribute type.
     static func columnType(_ type: AttributeType) -> String {
         switch type {
         case .integer16, .integer32, .integer64, .boolean: "INTEGER"
-        case .double, .float, .date: "REAL"
-        case .string, .uri, .decimal: "TEXT"
+        case .double, .float: "FLOAT"
+        case .date: "TIMESTAMP"
+        case .decimal: "DECIMAL"
+        case .string, .uri: "VARCHAR"
         case .binaryData, .uuid, .transformable: "BLOB"
         }
     }
 
+    /// The `Z_PRIMARYKEY` rows of a new store: (Z_ENT, Z_NAME, Z_SUPER).
+    func primaryKeyRows() -> [(Int, String, Int)] {
+        model.entitiesByCode.map { entity in
+            (entityNumber(for: entity), entity.name, entity.superentity.map(entityNumber(for:)) ?? 0)
+        }.sorted { $0.0 < $1.0 }
+    }
+
     // MARK: - DDL
 
-    /// The indexes users declared (indexed attributes, entity indexes). Created with `IF NOT EXISTS`
+    /// The indexes users declared (indexed attributes, fetch indexes). Created with `IF NOT EXISTS`
     /// each time a store opens, so adding an index does not make a store incompatible.
     func userIndexStatements() -> [String] {
         var statements: [String] = []
+        var names: Set<String> = []
         for entity in model.entitiesByCode {
-            let table = Self.quote(entity.rootEntity.name)
-            for attribute in entity.declaredProperties.compactMap({ $0 as? AttributeDescription }) where attribute.isIndexed && !attribute.isTransient {
-                let column = columnName(for: attribute)
-                statements.append("CREATE INDEX IF NOT EXISTS \(Self.quote("\(entity.name)_\(column)_IDX")) ON \(table) (\(Self.quote(column)))")
-            }
-            for (n, index) in entity.indexes.enumerated() {
-                let columns = index.compactMap { entity.propertiesByName[$0] }.map { Self.quote(columnName(for: $0)) }
-                guard !columns.isEmpty else { continue }
-                statements.append("CREATE INDEX IF NOT EXISTS \(Self.quote("\(entity.name)_INDEX_\(n)")) ON \(table) (\(columns.joined(separator: ", ")))")
+            let table = tableName(for: entity)
+            var indexes = entity.declaredProperties.compactMap { $0 as? AttributeDescription }
+                .filter { $0.isIndexed && !$0.isTransient }.map { [$0 as PropertyDescription] }
+            indexes += entity.indexes.map { $0.compactMap { entity.propertiesByName[$0] } }.filter { !$0.isEmpty }
+            for properties in indexes {
+                // Core Data's names: Z_<Entity>_<property>[_<property>...], columns in binary collation.
+                let name = "Z_\(entity.name)_" + properties.map(\.name).joined(separator: "_")
+                guard names.insert(name).inserted else { continue }
+                let list = properties.map { "\(Self.quote(columnName(for: $0))) COLLATE BINARY ASC" }
+                statements.append("CREATE INDEX IF NOT EXISTS \(Self.quote(name)) ON \(Self.quote(table)) (\(list.joined(separator: ", ")))")
             }
         }
         return statements
     }
 
-    /// The statements that create the schema in an empty database.
+    /// The statements that create the entity and join tables in an empty database (`Z_PRIMARYKEY`
+    /// and `Z_METADATA` are the store's: see ``SQLiteStore``).
     func createStatements() -> [String] {
         var statements: [String] = []
-        var joinTables: Set<String> = []
-        for root in model.entitiesByCode where root.superentity == nil {
+        for root in model.entitiesByCode.filter({ $0.superentity == nil }).sorted(by: { entityNumber(for: $0) < entityNumber(for: $1) }) {
+            let table = tableName(for: root)
             var definitions = [
                 "\(Self.primaryKeyColumn) INTEGER PRIMARY KEY",
-                "\(Self.entityColumn) INTEGER NOT NULL",
-                "\(Self.versionColumn) INTEGER NOT NULL",
+                "\(Self.entityColumn) INTEGER",
+                "\(Self.versionColumn) INTEGER",
             ]
             var indexes: [String] = []
-            for entity in root.selfAndDescendants {
+            for entity in root.selfAndDescendants.sorted(by: { entityNumber(for: $0) < entityNumber(for: $1) }) {
                 for property in entity.declaredProperties {
                     if let attribute = property as? AttributeDescription, !attribute.isTransient {
                         definitions.append("\(Self.quote(columnName(for: attribute))) \(Self.columnType(attribute.attributeType))")
@@ -181,38 +312,37 @@ struct SQLiteSchema: Sendable {
                     }
                 }
             }
-            // Order columns of ordered to-many relationships stored through this table's foreign keys.
-            for entity in model.entitiesByCode {
-                for relationship in entity.declaredProperties.compactMap({ $0 as? RelationshipDescription }) where relationship.isToMany {
-                    if case .foreignKey(let table, _, let orderColumn?) = storage(forToMany: relationship), table == root.name {
-                        definitions.append("\(Self.quote(orderColumn)) INTEGER")
-                    }
-                }
+            for column in extraColumns[table] ?? [] {
+                definitions.append("\(Self.quote(column)) INTEGER")
+                if !column.hasPrefix("Z_FOK_") { indexes.append(column) }
             }
-            statements.append("CREATE TABLE \(Self.quote(root.name)) (\(definitions.joined(separator: ", ")))")
+            statements.append("CREATE TABLE \(Self.quote(table)) ( \(definitions.joined(separator: ", ")) )")
             for column in indexes {
-                statements.append(
-                    "CREATE INDEX \(Self.quote("\(root.name)_\(column)_INDEX")) ON \(Self.quote(root.name)) (\(Self.quote(column)))")
+                statements.append("CREATE INDEX \(Self.quote("\(table)_\(column)_INDEX")) ON \(Self.quote(table)) (\(Self.quote(column)))")
+            }
+            if !root.subentities.isEmpty {
+                statements.append("CREATE INDEX \(Self.quote("\(table)_Z_ENT_INDEX")) ON \(Self.quote(table)) (Z_ENT)")
             }
             for entity in root.selfAndDescendants {
-                for (n, constraint) in entity.uniquenessConstraints.enumerated() {
+                for constraint in entity.uniquenessConstraints {
                     // Enforced by the save path (to report constraint conflicts as such); the index speeds the check.
-                    let cols = constraint.compactMap { entity.attributesByName[$0] }.map { Self.quote(columnName(for: $0)) }
-                    statements.append(
-                        "CREATE INDEX \(Self.quote("\(entity.name)_UNIQUE_\(n)")) ON \(Self.quote(root.name)) (\(cols.joined(separator: ", ")))")
+                    let attributes = constraint.compactMap { entity.attributesByName[$0] }
+                    let name = "Z_\(entity.name)_UNIQUE_" + attributes.map(\.name).joined(separator: "_")
+                    let list = attributes.map { "\(Self.quote(columnName(for: $0))) COLLATE BINARY ASC" }
+                    statements.append("CREATE INDEX \(Self.quote(name)) ON \(Self.quote(table)) (\(list.joined(separator: ", ")))")
                 }
             }
         }
-        for entity in model.entitiesByCode {
-            for relationship in entity.declaredProperties.compactMap({ $0 as? RelationshipDescription }) where relationship.isToMany {
-                guard case .joinTable(let table, _, _, _, _) = storage(forToMany: relationship), joinTables.insert(table).inserted else { continue }
-                statements.append("""
-                    CREATE TABLE \(Self.quote(table)) (Z_SRC INTEGER NOT NULL, Z_SRC_ENT INTEGER NOT NULL, \
-                    Z_DST INTEGER NOT NULL, Z_DST_ENT INTEGER NOT NULL, Z_SRC_ORDER INTEGER, Z_DST_ORDER INTEGER, \
-                    PRIMARY KEY (Z_SRC, Z_DST)) WITHOUT ROWID
-                    """)
-                statements.append("CREATE INDEX \(Self.quote(table + "_DST_INDEX")) ON \(Self.quote(table)) (Z_DST)")
-            }
+        for join in joinTables {
+            let orders = join.orders.map { ", \(Self.quote($0)) INTEGER" }.joined()
+            statements.append("""
+                CREATE TABLE \(Self.quote(join.table)) ( \(Self.quote(join.first)) INTEGER, \(Self.quote(join.second)) INTEGER\(orders), \
+                PRIMARY KEY (\(Self.quote(join.first)), \(Self.quote(join.second))) )
+                """)
+            statements.append("""
+                CREATE INDEX \(Self.quote("\(join.table)_\(join.second)_INDEX")) ON \(Self.quote(join.table)) \
+                (\(Self.quote(join.second)), \(Self.quote(join.first)))
+                """)
         }
         return statements
     }

@@ -51,8 +51,10 @@ extension SQLiteStore {
             let sqlite = statement.sqliteStatement
             var keys: [Int64] = [], codes: [Int32] = []
             while try cursor.next() != nil {
+                // Z_ENT is the store's entity number; a row of an entity the model lacks is skipped, as `fetch` skips it.
+                guard let entity = schema.entity(forNumber: Int(truncatingIfNeeded: sqlite3_column_int64(sqlite, 1))) else { continue }
                 keys.append(sqlite3_column_int64(sqlite, 0))
-                codes.append(Int32(truncatingIfNeeded: sqlite3_column_int64(sqlite, 1)))
+                codes.append(Int32(entity.entityCode))
             }
             return (keys, codes)
         }
@@ -114,7 +116,7 @@ extension SQLiteStore {
         for id in sources { if let pk = id.primaryKey { bySource[pk] = id } }
         let keys = Array(bySource.keys)
         let storage = schema.storage(forToMany: relationship)
-        let model = self.model
+        let schema = self.schema
         return try read("reading \(relationship.entity?.name ?? "").\(relationship.name)") { db in
             var result: [ManagedObjectID: [ManagedObjectID]] = [:]
             for id in sources { result[id] = [] }
@@ -126,9 +128,20 @@ extension SQLiteStore {
                 case .foreignKey(let table, let column, let orderColumn):
                     let order = orderColumn.map { ", \(SQLiteSchema.quote($0))" } ?? ", Z_PK"
                     sql = "SELECT \(SQLiteSchema.quote(column)), Z_PK, Z_ENT FROM \(SQLiteSchema.quote(table)) WHERE \(SQLiteSchema.quote(column)) IN (\(marks)) ORDER BY \(SQLiteSchema.quote(column))\(order)"
-                case .joinTable(let table, let sourceColumn, let destinationColumn, let destinationEntityColumn, let orderColumn):
-                    let order = orderColumn.map { ", \($0)" } ?? ", \(destinationColumn)"
-                    sql = "SELECT \(sourceColumn), \(destinationColumn), \(destinationEntityColumn) FROM \(SQLiteSchema.quote(table)) WHERE \(sourceColumn) IN (\(marks)) ORDER BY \(sourceColumn)\(order)"
+                case .joinTable(let table, let sourceColumn, let destinationColumn, _, let orderColumn):
+                    // Core Data's join tables hold no entity numbers: read them from the destinations' table
+                    // when the destination has sub-entities.
+                    let (source, target) = (SQLiteSchema.quote(sourceColumn), SQLiteSchema.quote(destinationColumn))
+                    let order = orderColumn.map { ", j.\(SQLiteSchema.quote($0))" } ?? ", j.\(target)"
+                    if destination.subentities.isEmpty {
+                        sql = "SELECT j.\(source), j.\(target), \(schema.entityNumber(for: destination)) FROM \(SQLiteSchema.quote(table)) AS j WHERE j.\(source) IN (\(marks)) ORDER BY j.\(source)\(order)"
+                    } else {
+                        sql = """
+                            SELECT j.\(source), j.\(target), d.Z_ENT FROM \(SQLiteSchema.quote(table)) AS j \
+                            JOIN \(SQLiteSchema.quote(schema.tableName(for: destination))) AS d ON d.Z_PK = j.\(target) \
+                            WHERE j.\(source) IN (\(marks)) ORDER BY j.\(source)\(order)
+                            """
+                    }
                 }
                 count()
                 let cursor = try Row.fetchCursor(db, sql: sql, arguments: StatementArguments(chunk))
@@ -137,7 +150,7 @@ extension SQLiteStore {
                     let destinationKey: Int64 = row[1]
                     let code: Int = row[2]
                     guard let source = bySource[sourceKey] else { continue }
-                    let entity = code >= 0 && code < model.entitiesByCode.count ? model.entitiesByCode[code] : destination
+                    let entity = schema.entity(forNumber: code) ?? destination
                     result[source, default: []].append(ManagedObjectID(entity: entity, store: store, primaryKey: destinationKey))
                 }
             }

@@ -17,14 +17,33 @@ extension SQLiteStore {
         }
     }
 
-    /// Checks an existing SQLite file through a read-only connection: it must be an ObjectGraph
-    /// store written with `model` (or an SQLite database with no tables, which becomes one), and its
-    /// metadata and tables must be readable. Throws `.notADatabase` or `.incompatibleModel`, naming
-    /// the file, and leaves it as it was.
+    /// What an existing store file holds that its layout depends on.
+    struct ExistingFile {
+        /// The decoded `Z_PLIST`.
+        var metadata: [String: any Sendable]
+        /// `Z_PRIMARYKEY`: each entity's `Z_ENT`, by name.
+        var entityNumbers: [String: Int]
+        /// Every table's columns, in order.
+        var columns: [String: [String]]
+        /// Core Data's persistent-history tables, when the store has them.
+        var historyTables: [String]
+    }
+
+    /// Checks an existing SQLite file through a read-only connection: it must be a Core Data
+    /// store (written by Apple's Core Data or by ObjectGraph) whose version hashes are `model`'s,
+    /// or an SQLite database with no tables (nil is returned: it becomes one), and its metadata
+    /// and tables must be readable. Throws `.notADatabase` or `.incompatibleModel`, naming the
+    /// file, and leaves it as it was.
     ///
     /// The connection opens the file `immutable` (no lock, no -wal or -shm file created) unless a
     /// -wal file is beside it, whose content must then be read too.
-    static func inspect(_ url: URL, model: ManagedObjectModel) throws {
+    static func inspect(_ url: URL, model: ManagedObjectModel) throws -> ExistingFile? {
+        try withReadOnlyConnection(to: url) { rows in try inspect(url, model: model, rows: rows) }
+    }
+
+    /// Runs `body` with a function running a query on a read-only connection to the file at `url`
+    /// (`immutable` unless a -wal file is beside it) and returning its rows.
+    static func withReadOnlyConnection<T>(to url: URL, _ body: (_ rows: (String) throws -> [[Value]]) throws -> T) throws -> T {
         let path = url.path
         let hasWAL = FileManager.default.fileExists(atPath: path + "-wal")
         let encoded = path.addingPercentEncoding(withAllowedCharacters: .urlPathAllowed) ?? path
@@ -37,43 +56,82 @@ extension SQLiteStore {
         }
         let opened = sqlite3_open_v2(uri, &connection, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI, nil)
         guard opened == SQLITE_OK, let connection else { throw failure(opened) }
-        func rows(_ sql: String) throws -> [[String]] {
+        func rows(_ sql: String) throws -> [[Value]] {
             var statement: SQLiteStatement?
             let prepared = sqlite3_prepare_v2(connection, sql, -1, &statement, nil)
             defer { sqlite3_finalize(statement) }
             guard prepared == SQLITE_OK, let statement else { throw failure(prepared) }
-            var result: [[String]] = []
+            var result: [[Value]] = []
             while true {
                 let code = sqlite3_step(statement)
                 if code == SQLITE_DONE { return result }
                 guard code == SQLITE_ROW else { throw failure(code) }
-                result.append((0..<sqlite3_column_count(statement)).map { Value.text(statement, $0) })
+                result.append((0..<sqlite3_column_count(statement)).map { column in
+                    switch sqlite3_column_type(statement, column) {
+                    case SQLITE_NULL: .null
+                    case SQLITE_INTEGER: .int(sqlite3_column_int64(statement, column))
+                    case SQLITE_BLOB: Value(statement, column: column, type: .binaryData)
+                    default: .string(Value.text(statement, column))
+                    }
+                })
             }
         }
+        return try body(rows)
+    }
 
-        let tables = try rows("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name").map { $0[0] }
-        if tables.isEmpty { return }
+    private static func inspect(_ url: URL, model: ManagedObjectModel, rows: (String) throws -> [[Value]]) throws -> ExistingFile? {
+        let path = url.path
+        func text(_ value: Value) -> String { if case .string(let s) = value { s } else { "" } }
+
+        let tables = try rows("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name").map { text($0[0]) }
+        if tables.isEmpty { return nil }
         guard tables.contains(SQLiteSchema.metadataTable) else {
             throw ObjectGraphError(
                 .incompatibleModel,
-                "The file at \(path) is an SQLite database with tables (\(tables.prefix(3).joined(separator: ", "))), but not an ObjectGraph store; it was left as it was",
+                "The file at \(path) is an SQLite database with tables (\(tables.prefix(3).joined(separator: ", "))), but not a Core Data or ObjectGraph store; it was left as it was",
                 url: url)
         }
-        var metadata: [String: String] = [:]
-        for row in try rows("SELECT key, value FROM \(SQLiteSchema.metadataTable)") where row.count == 2 { metadata[row[0]] = row[1] }
-        guard let hash = metadata[PersistentStore.metadataModelHashKey] else {
+        let row = try rows("SELECT Z_PLIST, Z_UUID FROM \(SQLiteSchema.metadataTable) ORDER BY Z_VERSION LIMIT 1").first
+        guard case .data(let data)? = row?.first, var metadata = SQLiteStoreMetadata.decode(data) else {
+            throw ObjectGraphError(
+                .incompatibleModel, "The store at \(path) has no readable metadata (Z_METADATA.Z_PLIST); it was left as it was", url: url)
+        }
+        // Core Data keeps the store's UUID beside the property list, and adds it to the metadata it reads.
+        if metadata[PersistentStore.metadataIdentifierKey] == nil, let uuid = row.map({ text($0[1]) }), !uuid.isEmpty {
+            metadata[PersistentStore.metadataIdentifierKey] = uuid
+        }
+        guard let hashes = SQLiteStoreMetadata.versionHashes(in: metadata) else {
             throw ObjectGraphError(
                 .incompatibleModel,
-                "The store at \(path) has no model version hash in its metadata, so the model it was written with is unknown; it was left as it was",
+                "The store at \(path) has no model version hashes in its metadata, so the model it was written with is unknown; it was left as it was",
                 url: url)
         }
-        if hash != model.versionHash {
+        if let reason = SQLiteStoreMetadata.incompatibility(of: hashes, with: model) {
             throw ObjectGraphError(
                 .incompatibleModel,
-                "The store at \(path) was written with another model (version hash \(hash), this model's is \(model.versionHash)); migrate it before opening it with this model",
+                "The store at \(path) was written with another model (\(reason)); open it with the model version that wrote it, or migrate it",
                 url: url)
         }
-        // Read the first row of every table, so a damaged file is refused now rather than at a fetch.
-        for table in tables { _ = try rows("SELECT 1 FROM \(SQLiteSchema.quote(table)) LIMIT 1") }
+        var numbers: [String: Int] = [:]
+        if tables.contains(SQLiteSchema.primaryKeyTable) {
+            for row in try rows("SELECT Z_ENT, Z_NAME FROM \(SQLiteSchema.primaryKeyTable)") where row.count == 2 {
+                if case .int(let n) = row[0] { numbers[text(row[1])] = Int(n) }
+            }
+        }
+        var columns: [String: [String]] = [:]
+        for table in tables {
+            columns[table] = try rows("SELECT name FROM pragma_table_info(\(Value.quoteLiteral(table)))").map { text($0[0]) }
+            // Read the first row of every table, so a damaged file is refused now rather than at a fetch.
+            _ = try rows("SELECT 1 FROM \(SQLiteSchema.quote(table)) LIMIT 1")
+        }
+        let history = tables.filter { ["ATRANSACTION", "ACHANGE", "ATRANSACTIONSTRING"].contains($0) }
+        return ExistingFile(metadata: metadata, entityNumbers: numbers, columns: columns, historyTables: history)
+    }
+}
+
+extension Value {
+    /// An SQL string literal (for names read from the file itself, never for user values).
+    static func quoteLiteral(_ text: String) -> String {
+        "'" + text.replacingOccurrences(of: "'", with: "''") + "'"
     }
 }

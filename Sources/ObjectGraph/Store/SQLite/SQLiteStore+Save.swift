@@ -9,18 +9,22 @@ extension SQLiteStore {
         try write("allocating primary keys for \(entity.name)") { db in try allocate(db, root: entity.rootEntity, count: n) }
     }
 
+    /// Reserves keys from the root entity's `Z_PRIMARYKEY.Z_MAX`, as Core Data does (its
+    /// sub-entities' rows keep 0). A `Z_MAX` Core Data left at -1, or a missing row, is replaced
+    /// by the table's largest key.
     private func allocate(_ db: Database, root: EntityDescription, count n: Int) throws -> Int64 {
         count(2)
-        let table = root.name
+        let number = schema.entityNumber(for: root)
         var current = try Int64.fetchOne(
-            db.cachedStatement(sql: "SELECT Z_MAX FROM \(SQLiteSchema.primaryKeyTable) WHERE Z_TABLE = ?"), arguments: [table])
-        if current == nil {
+            db.cachedStatement(sql: "SELECT Z_MAX FROM \(SQLiteSchema.primaryKeyTable) WHERE Z_ENT = ?"), arguments: [number])
+        if current == nil || current! < 0 {
             count()
-            current = try Int64.fetchOne(db, sql: "SELECT MAX(Z_PK) FROM \(SQLiteSchema.quote(table))") ?? 0
+            let largest = try Int64.fetchOne(db, sql: "SELECT MAX(Z_PK) FROM \(SQLiteSchema.quote(schema.tableName(for: root)))") ?? 0
+            current = max(current ?? 0, largest)
         }
         let first = current! + 1
-        try db.cachedStatement(sql: "INSERT OR REPLACE INTO \(SQLiteSchema.primaryKeyTable) (Z_TABLE, Z_MAX) VALUES (?, ?)")
-            .execute(arguments: [table, first + Int64(n) - 1])
+        try db.cachedStatement(sql: "INSERT OR REPLACE INTO \(SQLiteSchema.primaryKeyTable) (Z_ENT, Z_NAME, Z_SUPER, Z_MAX) VALUES (?, ?, 0, ?)")
+            .execute(arguments: [number, root.name, first + Int64(n) - 1])
         return first
     }
 
@@ -88,9 +92,15 @@ extension SQLiteStore {
             count()
             try db.cachedStatement(sql: "DELETE FROM \(SQLiteSchema.quote(layout.table)) WHERE Z_PK = ?").execute(arguments: [pk])
             for relationship in object.entity.relationships where relationship.usesJoinTable {
-                if case .joinTable(let table, let sourceColumn, _, _, _) = schema.storage(forToMany: relationship) {
-                    count()
-                    try db.cachedStatement(sql: "DELETE FROM \(SQLiteSchema.quote(table)) WHERE \(sourceColumn) = ?").execute(arguments: [pk])
+                count()
+                switch schema.storage(forToMany: relationship) {
+                case .joinTable(let table, let sourceColumn, _, _, _):
+                    try db.cachedStatement(sql: "DELETE FROM \(SQLiteSchema.quote(table)) WHERE \(SQLiteSchema.quote(sourceColumn)) = ?")
+                        .execute(arguments: [pk])
+                case .foreignKey(let table, let column, _):
+                    // A to-many without an inverse: its hidden foreign key in the destinations' rows.
+                    try db.cachedStatement(sql: "UPDATE \(SQLiteSchema.quote(table)) SET \(SQLiteSchema.quote(column)) = NULL WHERE \(SQLiteSchema.quote(column)) = ?")
+                        .execute(arguments: [pk])
                 }
             }
         }
@@ -98,12 +108,12 @@ extension SQLiteStore {
         // 4. Inserts.
         for object in request.inserted {
             let id = resolve(object.id)
-            guard let pk = id.primaryKey, let layout = layouts[object.entity.rootEntity.entityCode]?.entities[object.entity.entityCode] else { continue }
+            guard let pk = id.primaryKey, let layout = layouts[object.entity.rootEntity.entityCode]?.entities[schema.entityNumber(for: object.entity)] else { continue }
             let statement = try db.cachedStatement(sql: layout.insertSQL)
             let sqlite = statement.sqliteStatement
             sqlite3_reset(sqlite)
             _ = Value.int(pk).bind(to: sqlite, at: 1)
-            _ = Value.int(Int64(object.entity.entityCode)).bind(to: sqlite, at: 2)
+            _ = Value.int(Int64(schema.entityNumber(for: object.entity))).bind(to: sqlite, at: 2)
             _ = Value.int(1).bind(to: sqlite, at: 3)
             var parameter: CInt = 4
             var values = object.values
@@ -113,13 +123,13 @@ extension SQLiteStore {
                 try bind(value, to: sqlite, at: parameter, db)
                 parameter += 1
                 if let relationship = property as? RelationshipDescription, schema.entityColumnName(forToOne: relationship) != nil {
-                    if case .objectID(let destination) = value { _ = Value.int(Int64(destination.entity.entityCode)).bind(to: sqlite, at: parameter) }
+                    if case .objectID(let destination) = value { _ = Value.int(Int64(schema.entityNumber(for: destination.entity))).bind(to: sqlite, at: parameter) }
                     else { sqlite3_bind_null(sqlite, parameter) }
                     parameter += 1
                 }
             }
             count()
-            try step(sqlite, db)
+            try stepReportingUniqueIndexes(sqlite, db, inserted: object, resolve: resolve, store: store)
             for attribute in object.entity.attributes where attribute.isTransient { values[attribute.index] = .null }
             result.snapshots[id] = Snapshot(entity: object.entity, version: 1, values: values)
         }
@@ -140,7 +150,7 @@ extension SQLiteStore {
                 arguments.append(value)
                 if let relationship = property as? RelationshipDescription, let entityColumn = schema.entityColumnName(forToOne: relationship) {
                     assignments.append("\(SQLiteSchema.quote(entityColumn)) = ?")
-                    if case .objectID(let destination) = value { arguments.append(.int(Int64(destination.entity.entityCode))) } else { arguments.append(.null) }
+                    if case .objectID(let destination) = value { arguments.append(.int(Int64(schema.entityNumber(for: destination.entity)))) } else { arguments.append(.null) }
                 }
             }
             assignments.append("Z_OPT = Z_OPT + 1")
@@ -150,7 +160,7 @@ extension SQLiteStore {
             let sqlite = statement.sqliteStatement
             sqlite3_reset(sqlite)
             for (i, argument) in arguments.enumerated() { try bind(argument, to: sqlite, at: CInt(i + 1), db) }
-            try step(sqlite, db)
+            try stepReportingUniqueIndexes(sqlite, db, updated: object, resolve: resolve, store: store)
             for attribute in object.entity.attributes where attribute.isTransient { values[attribute.index] = .null }
             result.snapshots[object.id] = Snapshot(entity: object.entity, version: (object.expectedVersion ?? 0) + 1, values: values)
         }
@@ -160,24 +170,32 @@ extension SQLiteStore {
             for (id, snapshot) in try readSnapshots(unknown, store: store, db: db) { result.snapshots[id]?.version = snapshot.version }
         }
 
-        // 6. Join tables.
+        // 6. Join tables (and the hidden foreign keys of to-many relationships without an inverse).
         for change in request.joinDeletes {
-            guard case .joinTable(let table, let sourceColumn, let destinationColumn, _, _) = schema.storage(forToMany: change.relationship),
-                  let s = resolve(change.source).primaryKey, let d = resolve(change.destination).primaryKey else { continue }
+            guard let s = resolve(change.source).primaryKey, let d = resolve(change.destination).primaryKey else { continue }
             count()
-            try db.cachedStatement(sql: "DELETE FROM \(SQLiteSchema.quote(table)) WHERE \(sourceColumn) = ? AND \(destinationColumn) = ?")
-                .execute(arguments: [s, d])
+            switch schema.storage(forToMany: change.relationship) {
+            case .joinTable(let table, let sourceColumn, let destinationColumn, _, _):
+                try db.cachedStatement(sql: """
+                    DELETE FROM \(SQLiteSchema.quote(table)) WHERE \(SQLiteSchema.quote(sourceColumn)) = ? AND \(SQLiteSchema.quote(destinationColumn)) = ?
+                    """).execute(arguments: [s, d])
+            case .foreignKey(let table, let column, _):
+                try db.cachedStatement(sql: "UPDATE \(SQLiteSchema.quote(table)) SET \(SQLiteSchema.quote(column)) = NULL WHERE Z_PK = ? AND \(SQLiteSchema.quote(column)) = ?")
+                    .execute(arguments: [d, s])
+            }
         }
         for change in request.joinInserts {
-            guard case .joinTable(let table, let sourceColumn, let destinationColumn, _, _) = schema.storage(forToMany: change.relationship) else { continue }
-            let source = resolve(change.source), destination = resolve(change.destination)
-            guard let s = source.primaryKey, let d = destination.primaryKey else { continue }
-            let sourceEntityColumn = sourceColumn + "_ENT", destinationEntityColumn = destinationColumn + "_ENT"
+            guard let s = resolve(change.source).primaryKey, let d = resolve(change.destination).primaryKey else { continue }
             count()
-            try db.cachedStatement(sql: """
-                INSERT OR IGNORE INTO \(SQLiteSchema.quote(table)) (\(sourceColumn), \(sourceEntityColumn), \(destinationColumn), \(destinationEntityColumn)) \
-                VALUES (?, ?, ?, ?)
-                """).execute(arguments: [s, source.entity.entityCode, d, destination.entity.entityCode])
+            switch schema.storage(forToMany: change.relationship) {
+            case .joinTable(let table, let sourceColumn, let destinationColumn, _, _):
+                try db.cachedStatement(sql: """
+                    INSERT OR IGNORE INTO \(SQLiteSchema.quote(table)) (\(SQLiteSchema.quote(sourceColumn)), \(SQLiteSchema.quote(destinationColumn))) VALUES (?, ?)
+                    """).execute(arguments: [s, d])
+            case .foreignKey(let table, let column, _):
+                try db.cachedStatement(sql: "UPDATE \(SQLiteSchema.quote(table)) SET \(SQLiteSchema.quote(column)) = ? WHERE Z_PK = ?")
+                    .execute(arguments: [s, d])
+            }
         }
 
         // 7. Orders of ordered to-many relationships.
@@ -192,7 +210,10 @@ extension SQLiteStore {
                     try statement.execute(arguments: [position, d])
                 }
             case .joinTable(let table, let sourceColumn, let destinationColumn, _, let orderColumn?):
-                let statement = try db.cachedStatement(sql: "UPDATE \(SQLiteSchema.quote(table)) SET \(orderColumn) = ? WHERE \(sourceColumn) = ? AND \(destinationColumn) = ?")
+                let statement = try db.cachedStatement(sql: """
+                    UPDATE \(SQLiteSchema.quote(table)) SET \(SQLiteSchema.quote(orderColumn)) = ? \
+                    WHERE \(SQLiteSchema.quote(sourceColumn)) = ? AND \(SQLiteSchema.quote(destinationColumn)) = ?
+                    """)
                 for (position, destination) in ordering.destinations.enumerated() {
                     guard let d = resolve(destination).primaryKey else { continue }
                     count()
@@ -218,6 +239,24 @@ extension SQLiteStore {
         }
     }
 
+    /// Runs an object's INSERT or UPDATE. A store Core Data wrote enforces its uniqueness
+    /// constraints with UNIQUE indexes, which refuse the row before the save's own check runs: the
+    /// refusal is reported as that check reports it (a constraint conflict naming the other object).
+    private func stepReportingUniqueIndexes(
+        _ statement: SQLiteStatement, _ db: Database, inserted: SavedObject? = nil, updated: SavedObject? = nil,
+        resolve: (ManagedObjectID) -> ManagedObjectID, store: PersistentStore
+    ) throws {
+        do {
+            try step(statement, db)
+        } catch let error as DatabaseError where error.resultCode.primaryResultCode == .SQLITE_CONSTRAINT {
+            var single = StoreSaveRequest()
+            if let inserted { single.inserted = [inserted] }
+            if let updated { single.updated = [updated] }
+            try checkUniqueness(single, resolve: resolve, store: store, db: db)
+            throw error
+        }
+    }
+
     /// Runs a statement whose parameters are bound, to completion, and resets it.
     private func step(_ statement: SQLiteStatement, _ db: Database) throws {
         let code = sqlite3_step(statement)
@@ -238,12 +277,12 @@ extension SQLiteStore {
             where object.changedIndices.isEmpty || attributes.contains(where: { object.changedIndices.contains($0.index) }) {
                 let values = attributes.map { object.values[$0.index] }
                 if !RelationalLayout.canCollide(values) { continue }
-                let codes = e.selfAndDescendants.map { String($0.entityCode) }.joined(separator: ",")
+                let codes = e.selfAndDescendants.map { String(schema.entityNumber(for: $0)) }.joined(separator: ",")
                 let conditions = attributes.map { "\(SQLiteSchema.quote(schema.columnName(for: $0))) = ?" }.joined(separator: " AND ")
                 count()
                 // Bound as stored (a string with a NUL, a NaN), so a value matches the column holding it.
                 let statement = try db.cachedStatement(
-                    sql: "SELECT Z_PK, Z_ENT FROM \(SQLiteSchema.quote(e.rootEntity.name)) WHERE Z_ENT IN (\(codes)) AND \(conditions) AND Z_PK <> ? LIMIT 1")
+                    sql: "SELECT Z_PK, Z_ENT FROM \(SQLiteSchema.quote(schema.tableName(for: e))) WHERE Z_ENT IN (\(codes)) AND \(conditions) AND Z_PK <> ? LIMIT 1")
                 let sqlite = statement.sqliteStatement
                 sqlite3_reset(sqlite)
                 for (i, value) in values.enumerated() { try bind(value, to: sqlite, at: CInt(i + 1), db) }
@@ -261,8 +300,8 @@ extension SQLiteStore {
                 errors.append(ObjectGraphError(
                     .constraintConflict, "Another \(e.name) already has \(described)",
                     entityName: e.name, key: attributes.map(\.name).joined(separator: ","), objectID: id))
-                let existing = saved.contains(otherKey) || otherCode >= model.entitiesByCode.count
-                    ? nil : ManagedObjectID(entity: model.entitiesByCode[otherCode], store: store, primaryKey: otherKey)
+                let existing = saved.contains(otherKey)
+                    ? nil : schema.entity(forNumber: otherCode).map { ManagedObjectID(entity: $0, store: store, primaryKey: otherKey) }
                 conflicts.append(ConstraintConflict(objectID: object.id, existing: existing))
             }
         }

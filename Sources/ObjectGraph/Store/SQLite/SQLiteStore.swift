@@ -3,13 +3,15 @@ import GRDB
 import GRDBSQLite
 import Synchronization
 
-/// The SQLite store: a GRDB `DatabasePool` in WAL mode (one writer, concurrent readers).
+/// The SQLite store: a GRDB `DatabasePool` in WAL mode (one writer, concurrent readers), over a
+/// file in Core Data's own layout (``SQLiteSchema``): a store Apple's Core Data wrote opens with the
+/// model that wrote it, and a store created here is one Core Data opens.
 ///
 /// Fetches and fault fulfilment read through the pool's readers and run concurrently with each
 /// other and with a save; saves are serialized by the pool's writer, each in one transaction.
 final class SQLiteStore: StoreBackend {
     let identifier: String
-    let metadata: [String: String]
+    let metadata: [String: any Sendable]
     let url: URL
     let schema: SQLiteSchema
     let model: ManagedObjectModel
@@ -28,12 +30,19 @@ final class SQLiteStore: StoreBackend {
         }
         self.url = url
         self.model = model
-        self.schema = SQLiteSchema(model: model)
         let path = url.path
         // Everything that can refuse the file reads it first, through a connection that cannot write.
         try Self.checkHeader(of: url)
         let isExisting = ((try? FileManager.default.attributesOfItem(atPath: path)[.size] as? Int) ?? 0) > 0
-        if isExisting { try Self.inspect(url, model: model) }
+        let existing = isExisting ? try Self.inspect(url, model: model) : nil
+        if let existing, !existing.historyTables.isEmpty, !readOnly {
+            throw ObjectGraphError(
+                .readOnly,
+                "The store at \(path) records Core Data's persistent history (\(existing.historyTables.joined(separator: ", "))), which ObjectGraph does not write yet: a save would hide its changes from the app's history readers. Add it with the read-only option",
+                url: url)
+        }
+        self.schema = existing.map { SQLiteSchema(model: model, entityNumbers: $0.entityNumbers, existingColumns: $0.columns) }
+            ?? SQLiteSchema(model: model)
         if !readOnly {
             let directory = url.deletingLastPathComponent().path
             var isDirectory: ObjCBool = false
@@ -93,40 +102,27 @@ final class SQLiteStore: StoreBackend {
         }
         self.layouts = layouts
         let schema = self.schema
-        let metadata: [String: String]
+        let metadata: [String: any Sendable]
         do {
-            if readOnly {
-                metadata = try pool.read { db in try Self.readMetadata(db) } ?? [:]
-                if metadata.isEmpty {
-                    throw ObjectGraphError(.incompatibleModel, "The file at \(path) is an SQLite database, but not an ObjectGraph store", url: url)
+            if let existing {
+                metadata = existing.metadata
+                // Indexes the model declares, added to stores ObjectGraph wrote (never to Apple's, whose
+                // own migrations would then find names they mean to create).
+                if !readOnly && existing.metadata[PersistentStore.metadataModelHashKey] != nil {
+                    try pool.write { db in for statement in schema.userIndexStatements() { try db.execute(sql: statement) } }
                 }
+            } else if readOnly {
+                throw ObjectGraphError(.incompatibleModel, "The file at \(path) is an SQLite database, but not a Core Data store", url: url)
             } else {
-                metadata = try pool.write { db -> [String: String] in
-                    if let existing = try Self.readMetadata(db) {
-                        if existing[PersistentStore.metadataModelHashKey] == model.versionHash {
-                            for statement in schema.userIndexStatements() { try db.execute(sql: statement) }
-                        }
-                        return existing
-                    }
+                metadata = try pool.write { db -> [String: any Sendable] in
                     let tables = try String.fetchAll(db, sql: "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'")
                     if !tables.isEmpty {
                         throw ObjectGraphError(
                             .incompatibleModel,
-                            "The file at \(path) is an SQLite database with tables (\(tables.prefix(3).joined(separator: ", "))), but not an ObjectGraph store",
+                            "The file at \(path) gained tables (\(tables.prefix(3).joined(separator: ", "))) while it was being opened; add it again",
                             url: url)
                     }
-                    try db.execute(sql: "CREATE TABLE \(SQLiteSchema.metadataTable) (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
-                    try db.execute(sql: "CREATE TABLE \(SQLiteSchema.primaryKeyTable) (Z_TABLE TEXT PRIMARY KEY, Z_MAX INTEGER NOT NULL)")
-                    for statement in schema.createStatements() + schema.userIndexStatements() { try db.execute(sql: statement) }
-                    let metadata = [
-                        PersistentStore.metadataIdentifierKey: UUID().uuidString,
-                        PersistentStore.metadataTypeKey: StoreType.sqlite.rawValue,
-                        PersistentStore.metadataModelHashKey: model.versionHash,
-                    ]
-                    for (key, value) in metadata {
-                        try db.execute(sql: "INSERT INTO \(SQLiteSchema.metadataTable) (key, value) VALUES (?, ?)", arguments: [key, value])
-                    }
-                    return metadata
+                    return try Self.create(in: db, schema: schema)
                 }
             }
         } catch let error as ObjectGraphError {
@@ -136,26 +132,30 @@ final class SQLiteStore: StoreBackend {
             try? pool.close()
             throw Self.translate(error, url: url, while: "opening the SQLite store")
         }
-        if metadata[PersistentStore.metadataModelHashKey] != model.versionHash {
-            try? pool.close()
-            throw ObjectGraphError(
-                .incompatibleModel,
-                "The store at \(path) was written with another model (version hash \(metadata[PersistentStore.metadataModelHashKey] ?? "none"), this model's is \(model.versionHash)); migrate it before opening it with this model",
-                url: url)
-        }
         self.metadata = metadata
-        self.identifier = metadata[PersistentStore.metadataIdentifierKey] ?? UUID().uuidString
+        self.identifier = metadata[PersistentStore.metadataIdentifierKey] as? String ?? UUID().uuidString
     }
 
-    private static func readMetadata(_ db: Database) throws -> [String: String]? {
-        guard try db.tableExists(SQLiteSchema.metadataTable) else { return nil }
-        var metadata: [String: String] = [:]
-        for row in try Row.fetchAll(db, sql: "SELECT key, value FROM \(SQLiteSchema.metadataTable)") {
-            metadata[row[0]] = row[1]
+    /// Creates Core Data's tables for `schema` in an empty database: `Z_PRIMARYKEY` (every entity,
+    /// `Z_MAX` 0), `Z_METADATA` (one row, the metadata as a binary property list), the entity and
+    /// join tables and their indexes. Returns the metadata.
+    private static func create(in db: Database, schema: SQLiteSchema) throws -> [String: any Sendable] {
+        try db.execute(sql: "CREATE TABLE \(SQLiteSchema.primaryKeyTable) (Z_ENT INTEGER PRIMARY KEY, Z_NAME VARCHAR, Z_SUPER INTEGER, Z_MAX INTEGER)")
+        try db.execute(sql: "CREATE TABLE \(SQLiteSchema.metadataTable) (Z_VERSION INTEGER PRIMARY KEY, Z_UUID VARCHAR(255), Z_PLIST BLOB)")
+        for statement in schema.createStatements() + schema.userIndexStatements() { try db.execute(sql: statement) }
+        for (number, name, superentity) in schema.primaryKeyRows() {
+            try db.execute(
+                sql: "INSERT INTO \(SQLiteSchema.primaryKeyTable) (Z_ENT, Z_NAME, Z_SUPER, Z_MAX) VALUES (?, ?, ?, 0)",
+                arguments: [number, name, superentity])
         }
+        let identifier = UUID().uuidString
+        var metadata = SQLiteStoreMetadata.new(model: schema.model)
+        try db.execute(
+            sql: "INSERT INTO \(SQLiteSchema.metadataTable) (Z_VERSION, Z_UUID, Z_PLIST) VALUES (1, ?, ?)",
+            arguments: [identifier, try SQLiteStoreMetadata.encode(metadata)])
+        metadata[PersistentStore.metadataIdentifierKey] = identifier
         return metadata
     }
-
 
     /// Turns a GRDB or SQLite error into an ObjectGraphError that says what and where.
     static func translate(_ error: any Error, url: URL, while doing: String) -> any Error {

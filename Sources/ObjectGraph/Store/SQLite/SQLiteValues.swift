@@ -4,9 +4,11 @@ import GRDBSQLite
 
 // How attribute values are written to and read from SQLite columns. Every value is stored exactly:
 //
-// - Integers and booleans are INTEGER; doubles, floats and dates (seconds since 2001-01-01, as Core
-//   Data) are REAL; strings, URLs and decimals are TEXT; data, UUIDs (16 bytes) and transformables
-//   are BLOB; an object ID is its primary key.
+// - As Core Data stores them: integers and booleans are INTEGER; doubles and floats are REAL
+//   (`FLOAT` columns); dates are REAL seconds since 2001-01-01 (`TIMESTAMP` columns); decimals are
+//   bound as text into `DECIMAL` columns, whose numeric affinity keeps a double (15 significant
+//   digits; a NaN decimal stays the text 'NaN'); strings and URLs are TEXT (`VARCHAR`); data, UUIDs
+//   (16 bytes) and transformables are BLOB; an object ID is its primary key.
 // - A REAL column cannot hold two doubles: SQLite binds NaN as NULL, and writes -0.0 to disk as the
 //   integer 0 (it stores whole REAL values as integers), which reads back as +0.0. Those two — NaN
 //   (any payload) and -0.0 — are stored as an 8-byte BLOB holding the double's IEEE-754 bit pattern,
@@ -133,7 +135,7 @@ extension Value {
         case .double, .float: self = .double(v)
         case .integer16, .integer32, .integer64: self = Int64(exactly: v.rounded(.towardZero)).map(Value.int) ?? .null
         case .boolean: self = v == 0 ? .bool(false) : v == 1 ? .bool(true) : .null
-        case .decimal: self = v.isNaN ? .decimal(.nan) : .decimal(Decimal(v))
+        case .decimal: self = v.isNaN ? .decimal(.nan) : .decimal(Self.decimal(String(v)) ?? Decimal(v))
         case .string: self = .string(String(v))
         default: self = .null
         }

@@ -28,10 +28,10 @@ struct SQLQueryBuilderTests {
     @Test func toOneKeyPathsBecomeOneLeftJoinPerPath() throws {
         var builder = builder()
         let sql = try builder.whereClause(for: FetchPredicate(format: "folder.name == 'Inbox' AND folder.rank > 0 OR folder == nil"))
-        #expect(builder.joins == [#"LEFT JOIN "Folder" AS t1 ON t1.Z_PK = t0."folder""#])
-        #expect(sql == #"((t1."name" = ?) AND (t1."rank" > ?)) OR (t0."folder" IS NULL)"#)
+        #expect(builder.joins == [#"LEFT JOIN "ZFOLDER" AS t1 ON t1.Z_PK = t0."ZFOLDER""#])
+        #expect(sql == #"((t1."ZNAME" = ?) AND (t1."ZRANK" > ?)) OR (t0."ZFOLDER" IS NULL)"#)
         let order = try builder.orderByClause(for: [FetchSortDescriptor(key: "folder.name"), FetchSortDescriptor(key: "rank", ascending: false)])
-        #expect(order == #"t1."name" ASC, t0."rank" DESC"#)
+        #expect(order == #"t1."ZNAME" ASC, t0."ZRANK" DESC"#)
         #expect(builder.joins.count == 1)
         #expect(builder.joinClause() == builder.joins[0])
     }
@@ -39,20 +39,20 @@ struct SQLQueryBuilderTests {
     @Test func toManyKeyPathsBecomeCorrelatedSubqueries() throws {
         var builder = builder()
         let sql = try builder.whereClause(for: FetchPredicate(format: "ANY tags.name == 'red' AND tags.@count > 1"))
-        #expect(sql == #"(EXISTS (SELECT 1 FROM "Z_Note_tags" AS t1 JOIN "Tag" AS t2 ON t2.Z_PK = t1."Z_DST" WHERE t1."Z_SRC" = t0.Z_PK AND (t2."name" = ?))) AND ((SELECT COUNT(*) FROM "Z_Note_tags" AS t3 WHERE t3."Z_SRC" = t0.Z_PK) > ?)"#)
+        #expect(sql == #"(EXISTS (SELECT 1 FROM "Z_2TAGS" AS t1 JOIN "ZTAG" AS t2 ON t2.Z_PK = t1."Z_3TAGS" WHERE t1."Z_2NOTES" = t0.Z_PK AND (t2."ZNAME" = ?))) AND ((SELECT COUNT(*) FROM "Z_2TAGS" AS t3 WHERE t3."Z_2NOTES" = t0.Z_PK) > ?)"#)
         #expect(builder.arguments == [.string("red"), .int(1)])
         #expect(builder.joins.isEmpty)
         var folders = self.builder("Folder")
         let all = try folders.whereClause(for: FetchPredicate(format: "ALL notes.rank > 1"))
-        #expect(all == #"NOT EXISTS (SELECT 1 FROM "Note" AS t1 WHERE t1."folder" = t0.Z_PK AND (t1."rank" > ?) IS NOT 1)"#)
+        #expect(all == #"NOT EXISTS (SELECT 1 FROM "ZNOTE" AS t1 WHERE t1."ZFOLDER" = t0.Z_PK AND (t1."ZRANK" > ?) IS NOT 1)"#)
     }
 
     @Test func caseSensitiveBeginsWithIsAnIndexFriendlyRange() throws {
         var builder = builder()
         let sql = try builder.whereClause(for: FetchPredicate(format: "title BEGINSWITH 'ab'"))
-        #expect(sql == #"(t0."title" >= ? AND t0."title" < ?)"#)
+        #expect(sql == #"(t0."ZTITLE" >= ? AND t0."ZTITLE" < ?)"#)
         #expect(builder.arguments == [.string("ab"), .string("ac")])
-        try graph.database.execute(#"CREATE INDEX "Note_title" ON "Note" ("title")"#)
+        try graph.database.execute(#"CREATE INDEX "Note_title" ON "ZNOTE" ("ZTITLE")"#)
         let statement = try SQLQueryBuilder.selectStatement(
             schema: graph.schema, entity: graph.model.entitiesByName["Note"]!,
             predicate: FetchPredicate(format: "title BEGINSWITH 'ab'"), columns: "t0.Z_PK")
@@ -62,22 +62,22 @@ struct SQLQueryBuilderTests {
 
     @Test func otherStringOperatorsCallTheRegisteredFunctions() throws {
         var builder = builder()
-        #expect(try builder.whereClause(for: FetchPredicate(format: "title BEGINSWITH[c] 'a'")) == #"og_beginswith(t0."title", ?, 1)"#)
-        #expect(try builder.whereClause(for: FetchPredicate(format: "title LIKE[cd] 'a*'")) == #"og_like(t0."title", ?, 3)"#)
-        #expect(try builder.whereClause(for: FetchPredicate(format: "title ==[d] 'a'")) == #"og_fold(t0."title", 2) = ?"#)
-        #expect(try builder.whereClause(for: FetchPredicate(format: "price > 1")) == #"CAST(t0."price" AS REAL) > ?"#)
-        #expect(try builder.whereClause(for: FetchPredicate(format: "title != 'a'")) == #"t0."title" IS NOT ?"#)
-        #expect(try builder.whereClause(for: FetchPredicate(format: "NOT rank > 1")) == #"(t0."rank" > ?) IS NOT 1"#)
+        #expect(try builder.whereClause(for: FetchPredicate(format: "title BEGINSWITH[c] 'a'")) == #"og_beginswith(t0."ZTITLE", ?, 1)"#)
+        #expect(try builder.whereClause(for: FetchPredicate(format: "title LIKE[cd] 'a*'")) == #"og_like(t0."ZTITLE", ?, 3)"#)
+        #expect(try builder.whereClause(for: FetchPredicate(format: "title ==[d] 'a'")) == #"og_fold(t0."ZTITLE", 2) = ?"#)
+        #expect(try builder.whereClause(for: FetchPredicate(format: "price > 1")) == #"CAST(t0."ZPRICE" AS REAL) > ?"#)
+        #expect(try builder.whereClause(for: FetchPredicate(format: "title != 'a'")) == #"t0."ZTITLE" IS NOT ?"#)
+        #expect(try builder.whereClause(for: FetchPredicate(format: "NOT rank > 1")) == #"(t0."ZRANK" > ?) IS NOT 1"#)
     }
 
     @Test func equalitiesOfOneKeyJoinedByOrBecomeOneListAndLongListsOneJSONArgument() throws {
         var builder = builder()
         let sql = try builder.whereClause(for: FetchPredicate(format: "rank == 1 OR title == 'a' OR 2 == rank OR rank > 5"))
-        #expect(sql == #"(t0."rank" IN (?, ?)) OR (t0."title" = ?) OR (t0."rank" > ?)"#)
+        #expect(sql == #"(t0."ZRANK" IN (?, ?)) OR (t0."ZTITLE" = ?) OR (t0."ZRANK" > ?)"#)
         #expect(builder.arguments == [.int(1), .int(2), .string("a"), .int(5)])
         var long = self.builder()
         let list = try long.whereClause(for: FetchPredicate(format: "rank IN %@", Array(0..<1000)))
-        #expect(list == #"t0."rank" IN (SELECT value FROM json_each(?))"#)
+        #expect(list == #"t0."ZRANK" IN (SELECT value FROM json_each(?))"#)
         #expect(long.arguments == [.string("[" + (0..<1000).map(String.init).joined(separator: ",") + "]")])
     }
 
@@ -85,7 +85,7 @@ struct SQLQueryBuilderTests {
         var builder = builder()
         let format = (0..<40).map { "rank != \($0)" }.joined(separator: " AND ")
         let sql = try builder.whereClause(for: FetchPredicate(format: format))
-        #expect(sql.hasPrefix(#"((t0."rank" IS NOT ?) AND (t0."rank" IS NOT ?)"#))
+        #expect(sql.hasPrefix(#"((t0."ZRANK" IS NOT ?) AND (t0."ZRANK" IS NOT ?)"#))
         #expect(sql.components(separatedBy: ") AND ((").count == 3)  // three runs of at most 16
         #expect(builder.arguments.count == 40)
     }

@@ -1,0 +1,155 @@
+import ArgumentParser
+import Foundation
+import ObjectGraph
+
+/// `objectgraph export STORE --model MODEL --json`: every object of a Core Data SQLite store as
+/// JSON, streamed (a page of objects at a time), with a progress bar on a terminal.
+struct Export: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Write every object of a Core Data SQLite store as JSON.",
+        discussion: """
+            Writes one JSON array: an object per managed object, {"entity", "id" (its URI), "attributes", \
+            "relationships" (URIs)}. Dates are ISO 8601, data base64, decimals strings. The store is opened \
+            read-only and read a page at a time, so memory stays flat whatever its size. A progress bar is \
+            drawn on standard error when it is a terminal.
+            """)
+
+    @Argument(help: "The store's .sqlite file (its -wal and -shm beside it are read too).") var store: String
+    @Option(help: "The model: an .xcdatamodeld, .xcdatamodel, .momd or .mom (default: the model cached in the store).") var model: String?
+    @Flag(help: "Write JSON (the only format).") var json = false
+    @Option(help: "Write to this file instead of standard output.") var output: String?
+    @Option(help: "How many objects are read at a time.") var page = 1_000
+
+    func validate() throws {
+        guard json else { throw ValidationError("Say --json: JSON is the format export writes") }
+        guard page > 0 else { throw ValidationError("--page must be positive") }
+    }
+
+    func run() throws {
+        let url = URL(fileURLWithPath: store)
+        let loaded = try model.map { try ManagedObjectModel(contentsOf: URL(fileURLWithPath: $0)) } ?? ManagedObjectModel(contentsOfStoreAt: url)
+        let coordinator = PersistentStoreCoordinator(managedObjectModel: loaded)
+        try coordinator.addPersistentStore(type: .sqlite, at: url, options: [PersistentStoreOption.readOnly: true])
+        let context = ManagedObjectContext(concurrencyType: .confinement)
+        context.persistentStoreCoordinator = coordinator
+        let entities = loaded.entities.filter { !$0.isAbstract }.sorted { $0.name < $1.name }
+        var counts: [String: Int] = [:]
+        for entity in entities {
+            let request = FetchRequest<ManagedObject>(entityName: entity.name)
+            request.includesSubentities = false
+            counts[entity.name] = try context.count(for: request)
+        }
+        let total = counts.values.reduce(0, +)
+
+        let sink: FileHandle
+        if let output {
+            guard FileManager.default.createFile(atPath: output, contents: nil) else { throw ValidationError("Cannot create \(output)") }
+            sink = try FileHandle(forWritingTo: URL(fileURLWithPath: output))
+        } else {
+            sink = FileHandle.standardOutput
+        }
+        defer { if output != nil { try? sink.close() } }
+        var progress = ExportProgress(total: total, enabled: isatty(STDERR_FILENO) != 0)
+        var buffer = Data("[".utf8)
+        var first = true
+        for entity in entities where counts[entity.name, default: 0] > 0 {
+            var offset = 0
+            while true {
+                let request = FetchRequest<ManagedObject>(entityName: entity.name)
+                request.includesSubentities = false
+                request.fetchLimit = page
+                request.fetchOffset = offset
+                let objects = try context.fetch(request)
+                for object in objects {
+                    buffer.append(contentsOf: Array((first ? "\n" : ",\n").utf8))
+                    buffer.append(try JSONSerialization.data(withJSONObject: Self.json(object), options: [.sortedKeys]))
+                    first = false
+                }
+                try sink.write(contentsOf: buffer)
+                buffer.removeAll(keepingCapacity: true)
+                progress.advance(by: objects.count)
+                context.reset()  // the page is written: let its objects go
+                if objects.count < page { break }
+                offset += page
+            }
+        }
+        try sink.write(contentsOf: Data("\n]\n".utf8))
+        progress.finish()
+    }
+
+    /// An object as a JSON dictionary.
+    static func json(_ object: ManagedObject) -> [String: Any] {
+        var attributes: [String: Any] = [:]
+        for (name, attribute) in object.entity.attributesByName where !attribute.isTransient {
+            attributes[name] = jsonValue(object.value(forKey: name))
+        }
+        var relationships: [String: Any] = [:]
+        for (name, relationship) in object.entity.relationshipsByName {
+            let value = object.value(forKey: name)
+            if relationship.isToMany {
+                let members: [ManagedObject] = (value as? Set<ManagedObject>).map(Array.init) ?? (value as? [ManagedObject]) ?? []
+                let uris = members.map { $0.objectID.uriRepresentation().absoluteString }
+                relationships[name] = relationship.isOrdered ? uris : uris.sorted()
+            } else {
+                relationships[name] = (value as? ManagedObject).map { $0.objectID.uriRepresentation().absoluteString } ?? NSNull()
+            }
+        }
+        return [
+            "entity": object.entity.name, "id": object.objectID.uriRepresentation().absoluteString,
+            "attributes": attributes, "relationships": relationships,
+        ]
+    }
+
+    private static let dates = Date.ISO8601FormatStyle(includingFractionalSeconds: true)
+
+    /// A value JSON can hold.
+    static func jsonValue(_ value: Any?) -> Any {
+        switch value {
+        case nil: return NSNull()
+        case let v as String: return v
+        case let v as Bool: return v
+        case let v as Int: return v
+        case let v as Int16: return Int(v)
+        case let v as Int32: return Int(v)
+        case let v as Int64: return v
+        case let v as Double: return v.isFinite ? v : "\(v)"
+        case let v as Float: return v.isFinite ? Double(v) : "\(v)"
+        case let v as Decimal: return "\(v)"
+        case let v as Date: return dates.format(v)
+        case let v as Data: return v.base64EncodedString()
+        case let v as UUID: return v.uuidString
+        case let v as URL: return v.absoluteString
+        case let v as [Any]: return v.map(jsonValue)
+        case let v as [String: Any]: return v.mapValues(jsonValue)
+        case let v?: return "\(v)"
+        }
+    }
+}
+
+/// A one-line progress bar on standard error.
+struct ExportProgress {
+    let total: Int
+    let enabled: Bool
+    private var done = 0
+    private var drawn = -1
+
+    init(total: Int, enabled: Bool) {
+        self.total = total
+        self.enabled = enabled
+    }
+
+    mutating func advance(by count: Int) {
+        done += count
+        guard enabled, total > 0 else { return }
+        let percent = min(100, done * 100 / total)
+        guard percent != drawn else { return }
+        drawn = percent
+        let filled = percent * 30 / 100
+        let bar = String(repeating: "#", count: filled) + String(repeating: "-", count: 30 - filled)
+        FileHandle.standardError.write(Data("\r[\(bar)] \(percent)% \(done)/\(total) objects".utf8))
+    }
+
+    func finish() {
+        if enabled && total > 0 { FileHandle.standardError.write(Data("\n".utf8)) }
+    }
+}
