@@ -175,6 +175,14 @@ public final class PersistentStoreCoordinator: Sendable, CustomStringConvertible
         for handler in handlers { handler(changes, ObjectIdentifier(source)) }
     }
 
+    /// Hands changes written to the stores without a context (batch requests) to every subscriber,
+    /// the contexts that merge automatically, on the calling queue.
+    func didWriteWithoutContext(_ changes: ManagedObjectContext.SaveChanges) {
+        let handlers = saveSubscribers.withLock { Array($0.values) }
+        // No context has the coordinator's identity: every subscriber takes the changes.
+        for handler in handlers { handler(changes, ObjectIdentifier(self)) }
+    }
+
     // MARK: - Locking
 
     /// Takes the coordinator's lock (recursive): until `unlock()`, other threads' store access waits.
