@@ -17,13 +17,30 @@ enum BatchValues {
             values[attribute.index] = try value(raw, for: attribute, entity: entity, context: context)
             given.append(attribute.index)
         }
+        var missing: String?
         for attribute in entity.attributes where !attribute.isOptional && !attribute.isTransient && values[attribute.index].isNull {
-            let what = given.contains(attribute.index) ? "sets required attribute '\(attribute.name)' to nil" : "has no value for required attribute '\(attribute.name)', which has no default"
-            throw ObjectGraphError(
-                .validation, "\(context) \(what); nothing was written", entityName: entity.name, key: attribute.name)
+            if given.contains(attribute.index) {
+                throw ObjectGraphError(
+                    .validation, "\(context) sets required attribute '\(attribute.name)' to nil; nothing was written",
+                    entityName: entity.name, key: attribute.name)
+            }
+            missing = missing ?? attribute.name
+        }
+        // A row that upserts an existing one need not name every required attribute: on an entity
+        // with uniqueness constraints, the store decides (``BatchInsertPlan``).
+        if let missing, RelationalLayout.uniquenessConstraints(of: entity).isEmpty {
+            throw missingRequired(missing, number: number, entity: entity)
         }
         given.sort()
-        return BatchRow(values: values, given: given)
+        return BatchRow(values: values, given: given, missingRequired: missing)
+    }
+
+    /// The error of a row that would be inserted without a value for a required attribute.
+    static func missingRequired(_ name: String, number: Int, entity: EntityDescription) -> ObjectGraphError {
+        ObjectGraphError(
+            .validation,
+            "Batch insert row \(number) of \(entity.name) has no value for required attribute '\(name)', which has no default; nothing was written",
+            entityName: entity.name, key: name)
     }
 
     /// The constant values of a batch update, by attribute name.

@@ -11,6 +11,9 @@ struct BatchRow: Sendable {
     var values: [Value]
     /// The stored attributes the row named, in property order: an upsert writes only these.
     var given: [Int]
+    /// A required attribute the row leaves without a value: refused if the row is inserted rather
+    /// than upserted.
+    var missingRequired: String? = nil
 }
 
 /// A batch request in store terms.
@@ -111,6 +114,7 @@ struct BatchInsertPlan {
                 }
             }
             if position == nil {
+                if let missing = row.missingRequired { throw BatchValues.missingRequired(missing, number: number, entity: entity) }
                 save.inserted.append(SavedObject(
                     id: ManagedObjectID.temporary(for: entity), entity: entity, values: row.values, changedIndices: [], expectedVersion: nil))
                 position = (true, save.inserted.count - 1)
