@@ -59,7 +59,11 @@ extension PersistentStoreCoordinator {
         try access {
             for store in stores {
                 guard let storeRequest = request(store) else { continue }
-                let done = try store.backend.executeBatch(storeRequest, store: store)
+                let done: StoreBatchResult
+                do { done = try store.backend.executeBatch(storeRequest, store: store) } catch let conflict as ConstraintConflictError {
+                    // No context resolves a batch request's conflicts: the request is refused.
+                    throw conflict.error
+                }
                 // The row cache never serves a row the request changed: those rows leave it.
                 rowCache.didSave(snapshots: [:], deleted: done.inserted + done.updated + done.deleted)
                 result.append(done)
