@@ -16,8 +16,9 @@ import Foundation
 /// ```
 ///
 /// The context must be a queue-based one (`.privateQueue` or `.mainQueue`), as in Core Data: the
-/// fetch is a block enqueued on its queue. From `async` code, `await context.perform { try context.fetch(request) }`
-/// gives the same result without a completion block.
+/// fetch is a block enqueued on its queue. From `async` code, fetch object IDs (which are `Sendable`)
+/// with `try await context.perform { try context.fetch(idRequest) }` instead: the objects themselves
+/// never leave the context's queue, so ObjectGraph has no `async` form that returns them.
 public final class AsynchronousFetchRequest<ResultType>: PersistentStoreRequest {
     /// The fetch to run.
     public let fetchRequest: FetchRequest<ResultType>
