@@ -41,9 +41,17 @@ public class PersistentStoreRequest {
     }
 }
 
+// Built, executed and read on one context's queue, like `FetchRequest`.
+@available(*, unavailable)
+extension PersistentStoreRequest: Sendable {}
+
 /// The base class of what ``ManagedObjectContext/execute(_:)`` returns (`NSPersistentStoreResult`):
 /// cast it to the request's result class (``BatchInsertResult``, ``BatchUpdateResult``,
 /// ``BatchDeleteResult``, ``AsynchronousFetchResult``).
 public class PersistentStoreResult {
     init() {}
 }
+
+// Read on the queue of the context that executed the request.
+@available(*, unavailable)
+extension PersistentStoreResult: Sendable {}

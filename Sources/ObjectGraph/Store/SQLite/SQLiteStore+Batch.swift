@@ -77,9 +77,12 @@ extension SQLiteStore {
         let statement = try db.makeStatement(sql: "UPDATE \(table) SET \(assignments.joined(separator: ", ")) WHERE Z_PK IN (\(select.sql))")
         // The predicate's arguments bound as a fetch binds them, the new values as a save stores them.
         statement.setUncheckedArguments(StatementArguments((assigned + select.arguments).map(\.databaseValue)))
-        let sqlite = statement.sqliteStatement
-        for (i, value) in assigned.enumerated() { try bind(value, to: sqlite, at: CInt(i + 1), db) }
-        try step(sqlite, db)
+        // The raw statement lives as long as `statement` (which finalizes it): keep it to the end.
+        try withExtendedLifetime(statement) {
+            let sqlite = statement.sqliteStatement
+            for (i, value) in assigned.enumerated() { try bind(value, to: sqlite, at: CInt(i + 1), db) }
+            try step(sqlite, db)
+        }
         try checkUniqueness(afterUpdating: entity, names: Set(values.map(\.name)), db)
         return StoreBatchResult(affected: ids, updated: ids)
     }
