@@ -49,11 +49,8 @@ extension ManagedObjectContext {
         if let predicate { request.predicate = try FetchPredicate(translating: predicate) }
         request.includesSubentities = includeSubclasses
         let delete = BatchDeleteRequest(fetchRequest: request)
-        delete.resultType = .objectIDs
         delete.mergesChangesIntoContexts = true
-        let ids = (try execute(delete) as? BatchDeleteResult)?.result as? [ManagedObjectID] ?? []
-        if !ids.isEmpty && !automaticallyMergesChangesFromParent {
-            mergeChanges(SaveChanges(deletedObjectIDs: Set(ids)))
-        }
+        delete.mergesIntoExecutingContext = true
+        try execute(delete)
     }
 }

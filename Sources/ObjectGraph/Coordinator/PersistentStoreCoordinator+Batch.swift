@@ -38,14 +38,16 @@ extension PersistentStoreCoordinator {
 
     /// Runs a batch request against stores, each in one transaction, in the order given; evicts
     /// every row it changed from the row cache; with `merging`, hands the changes to every context
-    /// on the coordinator that merges automatically.
+    /// on the coordinator that merges automatically (but `excluded`, which merges them itself).
     ///
     /// A request on several stores is one transaction per store, as a save is: when a later store
     /// fails, what the earlier ones wrote stands.
     ///
     /// - Throws: ``ObjectGraphError/readOnly`` (before anything is written) when a store is
     ///   read-only; what the stores throw.
-    func executeBatch(_ request: (PersistentStore) -> StoreBatchRequest?, on stores: [PersistentStore], merging: Bool) throws -> StoreBatchResult {
+    func executeBatch(
+        _ request: (PersistentStore) -> StoreBatchRequest?, on stores: [PersistentStore], merging: Bool, except excluded: ManagedObjectContext? = nil
+    ) throws -> StoreBatchResult {
         for store in stores where store.isReadOnly {
             throw ObjectGraphError(.readOnly, "The store \(store.url?.path ?? store.identifier) is read-only; nothing was written", url: store.url)
         }
@@ -53,7 +55,8 @@ extension PersistentStoreCoordinator {
         defer {
             if merging && !(result.inserted.isEmpty && result.updated.isEmpty && result.deleted.isEmpty) {
                 didWriteWithoutContext(ManagedObjectContext.SaveChanges(
-                    insertedObjectIDs: Set(result.inserted), updatedObjectIDs: Set(result.updated), deletedObjectIDs: Set(result.deleted)))
+                    insertedObjectIDs: Set(result.inserted), updatedObjectIDs: Set(result.updated), deletedObjectIDs: Set(result.deleted)),
+                    except: excluded)
             }
         }
         try access {

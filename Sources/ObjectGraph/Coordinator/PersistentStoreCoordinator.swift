@@ -175,12 +175,13 @@ public final class PersistentStoreCoordinator: Sendable, CustomStringConvertible
         for handler in handlers { handler(changes, ObjectIdentifier(source)) }
     }
 
-    /// Hands changes written to the stores without a context (batch requests) to every subscriber,
-    /// the contexts that merge automatically, on the calling queue.
-    func didWriteWithoutContext(_ changes: ManagedObjectContext.SaveChanges) {
+    /// Hands changes written to the stores without a context's save (batch requests) to every
+    /// subscriber, the contexts that merge automatically, but `excluded`.
+    func didWriteWithoutContext(_ changes: ManagedObjectContext.SaveChanges, except excluded: ManagedObjectContext? = nil) {
         let handlers = saveSubscribers.withLock { Array($0.values) }
-        // No context has the coordinator's identity: every subscriber takes the changes.
-        for handler in handlers { handler(changes, ObjectIdentifier(self)) }
+        // A subscriber skips changes from itself; no context has the coordinator's identity.
+        let source = excluded.map { ObjectIdentifier($0) } ?? ObjectIdentifier(self)
+        for handler in handlers { handler(changes, source) }
     }
 
     // MARK: - Locking

@@ -41,6 +41,9 @@ public final class BatchDeleteRequest: PersistentStoreRequest {
     /// merges the deletions (and the relationships they cleared) once the request is written (false by
     /// default, as in Core Data).
     public var mergesChangesIntoContexts = false
+    /// Whether the executing context merges the deletions itself, at once (`delete(model:where:)`),
+    /// rather than hearing them with the other contexts.
+    var mergesIntoExecutingContext = false
 
     /// A request to delete the objects a fetch request matches.
     public init(fetchRequest: FetchRequest<ManagedObject>) {
@@ -93,7 +96,8 @@ public final class BatchDeleteRequest: PersistentStoreRequest {
             }
             if let affectedStores { stores = stores.filter { store in affectedStores.contains { $0 === store } } }
             done = try coordinator.executeBatch(
-                { store in byStore[ObjectIdentifier(store)].map(StoreBatchRequest.deleteObjects) }, on: stores, merging: mergesChangesIntoContexts)
+                { store in byStore[ObjectIdentifier(store)].map(StoreBatchRequest.deleteObjects) }, on: stores, merging: mergesChangesIntoContexts,
+                except: mergesIntoExecutingContext ? context : nil)
         } else {
             let entity = try coordinator.batchEntity(named: fetchRequest.entityName, fetchRequest.entity)
             try fetchRequest.predicate?.validate()
@@ -102,7 +106,11 @@ public final class BatchDeleteRequest: PersistentStoreRequest {
                 sortDescriptors: fetchRequest.sortDescriptors ?? [], fetchLimit: fetchRequest.fetchLimit, fetchOffset: fetchRequest.fetchOffset,
                 includesPropertyValues: false)
             let stores = try coordinator.batchStores(for: entity, affectedStores: affectedStores)
-            done = try coordinator.executeBatch({ _ in .delete(fetch) }, on: stores, merging: mergesChangesIntoContexts)
+            done = try coordinator.executeBatch(
+                { _ in .delete(fetch) }, on: stores, merging: mergesChangesIntoContexts, except: mergesIntoExecutingContext ? context : nil)
+        }
+        if mergesIntoExecutingContext && !done.deleted.isEmpty {
+            context.mergeChanges(ManagedObjectContext.SaveChanges(updatedObjectIDs: Set(done.updated), deletedObjectIDs: Set(done.deleted)))
         }
         return BatchDeleteResult(resultType: resultType, ids: done.deleted)
     }
