@@ -115,6 +115,25 @@ struct BatchDeleteTests {
     }
 
     @Test(arguments: StoreKind.allCases)
+    func deletedDestinationsLeaveAToManyRelationshipWithoutInverse(_ kind: StoreKind) throws {
+        let model = ManagedObjectModel(entities: [
+            EntityDescription(name: "Playlist", properties: [
+                .attribute("name", .string),
+                .relationship("songs", destination: "Song", toMany: true),
+            ]),
+            EntityDescription(name: "Song", properties: [.attribute("title", .string)]),
+        ])
+        let stack = try TestStack(kind, model: model)
+        let context = stack.context()
+        let songs = ["a", "b"].map { context.insert("Song", ["title": $0]) }
+        let playlist = context.insert("Playlist", ["name": "p", "songs": Set(songs)])
+        try context.save()
+        try context.execute(BatchDeleteRequest(objectIDs: [songs[0].objectID]))
+        let read = try stack.context("reader").existingObject(with: playlist.objectID)
+        #expect((read.value(forKey: "songs") as? Set<ManagedObject>)?.map(\.objectID) == [songs[1].objectID])
+    }
+
+    @Test(arguments: StoreKind.allCases)
     func aTemporaryIDIsRefused(_ kind: StoreKind) throws {
         let stack = try TestStack(kind)
         let context = stack.context()

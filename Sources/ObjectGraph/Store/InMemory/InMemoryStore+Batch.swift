@@ -126,6 +126,27 @@ struct InMemoryBatch {
                 result.updated.append(id)
             }
         }
+        // Join-table rows naming a deleted destination (the save drops those of the deleted rows' own
+        // relationships; a to-many without inverse is only seen from its source).
+        let entities = model.entitiesByCode
+        for entity in entities {
+            for relationship in entity.declaredProperties.compactMap({ $0 as? RelationshipDescription }) where relationship.usesJoinTable {
+                guard let destination = relationship.destinationEntity, let gone = deletedKeys[destination.rootEntity.entityCode],
+                      case .joinTable(let table, let sourceColumn, _, _, _) = schema.storage(forToMany: relationship) else { continue }
+                let forward = sourceColumn == "Z_SRC"
+                for (sourceKey, entries) in (forward ? state.joinForward[table] : state.joinBackward[table]) ?? [:] {
+                    for (destinationKey, entry) in entries where gone.contains(destinationKey) {
+                        let (sourceCode, destinationCode) = forward
+                            ? (entry.sourceEntity, entry.destinationEntity) : (entry.destinationEntity, entry.sourceEntity)
+                        guard sourceCode < entities.count, destinationCode < entities.count else { continue }
+                        request.joinDeletes.append(JoinChange(
+                            relationship: relationship,
+                            source: ManagedObjectID(entity: entities[sourceCode], store: store, primaryKey: sourceKey),
+                            destination: ManagedObjectID(entity: entities[destinationCode], store: store, primaryKey: destinationKey)))
+                    }
+                }
+            }
+        }
         _ = try save(request, &state)
         return result
     }
