@@ -36,7 +36,8 @@ struct AsynchronousFetchTests {
         let fetch = AsynchronousFetchRequest(fetchRequest: request) { result in
             outcome.executeHadReturned = returned.withLock { $0 }
             outcome.ranOnContextQueue = context.isOnQueue
-            outcome.sameResultObject = box.withLock { $0 } === result
+            // Taken out of the box: the result holds the request, which holds this block.
+            outcome.sameResultObject = box.withLock { boxed in defer { boxed = nil }; return boxed } === result
             outcome.titles = result.finalResult?.compactMap { $0.value(forKey: "title") as? String }
             outcome.error = result.operationError
             outcome.completed = result.progress?.completedUnitCount ?? -1
