@@ -49,6 +49,28 @@ struct BatchStoreRoutingTests {
         #expect(titles == ["default", "n2", "new", "second"])
     }
 
+    @Test(arguments: [StoreKind.sqlite, .binary])
+    func aReadOnlyStoreRefusesEveryBatchRequest(_ kind: StoreKind) throws {
+        let stack = try TestStack(kind)
+        let writer = stack.context()
+        let note = writer.insert("Note", ["title": "kept"])
+        try writer.save()
+        let coordinator = PersistentStoreCoordinator(managedObjectModel: stack.model)
+        try coordinator.addPersistentStore(type: kind.type, at: stack.storeURL, options: [PersistentStoreOption.readOnly: true])
+        let context = ManagedObjectContext(concurrencyType: .confinement)
+        context.persistentStoreCoordinator = coordinator
+        let update = BatchUpdateRequest(entityName: "Note")
+        update.propertiesToUpdate = ["title": "changed"]
+        let requests: [PersistentStoreRequest] = [
+            BatchInsertRequest(entityName: "Note", objects: [["title": "new"]]), update,
+            BatchDeleteRequest(fetchRequest: FetchRequest<ManagedObject>(entityName: "Note")),
+        ]
+        for request in requests {
+            #expect(throws: ObjectGraphError.readOnly) { try context.execute(request) }
+        }
+        #expect(try stack.stored("Note", sortedBy: "title").map(\.objectID) == [note.objectID])
+    }
+
     @Test func aStoreWhoseConfigurationLacksTheEntityIsNotTouched() throws {
         let model = TestModels.notes()
         model.setEntities([model.entitiesByName["Folder"]!], forConfigurationName: "Folders")
