@@ -36,6 +36,7 @@ public final class AsynchronousFetchRequest<ResultType>: PersistentStoreRequest 
         self.completionBlock = completionBlock
     }
 
+    /// ``PersistentStoreRequestType/fetchRequestType``.
     public override var requestType: PersistentStoreRequestType { .fetchRequestType }
 
     override func execute(in context: ManagedObjectContext) throws -> PersistentStoreResult {

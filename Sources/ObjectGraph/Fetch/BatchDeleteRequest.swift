@@ -76,6 +76,7 @@ public final class BatchDeleteRequest: PersistentStoreRequest {
         self.objectIDs = objectIDs
     }
 
+    /// ``PersistentStoreRequestType/batchDeleteRequestType``.
     public override var requestType: PersistentStoreRequestType { .batchDeleteRequestType }
 
     override func execute(in context: ManagedObjectContext) throws -> PersistentStoreResult {

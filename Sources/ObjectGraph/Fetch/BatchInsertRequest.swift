@@ -85,6 +85,7 @@ public final class BatchInsertRequest: PersistentStoreRequest {
         self.dictionaryHandler = dictionaryHandler
     }
 
+    /// ``PersistentStoreRequestType/batchInsertRequestType``.
     public override var requestType: PersistentStoreRequestType { .batchInsertRequestType }
 
     override func execute(in context: ManagedObjectContext) throws -> PersistentStoreResult {

@@ -56,6 +56,7 @@ public final class BatchUpdateRequest: PersistentStoreRequest {
         self.entity = entity
     }
 
+    /// ``PersistentStoreRequestType/batchUpdateRequestType``.
     public override var requestType: PersistentStoreRequestType { .batchUpdateRequestType }
 
     override func execute(in context: ManagedObjectContext) throws -> PersistentStoreResult {
