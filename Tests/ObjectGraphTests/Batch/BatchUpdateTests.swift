@@ -75,6 +75,38 @@ struct BatchUpdateTests {
     }
 
     @Test(arguments: StoreKind.allCases)
+    func includesSubentitiesDecidesWhetherRowsOfSubEntitiesAreUpdated(_ kind: StoreKind) throws {
+        let model = ManagedObjectModel(entities: [
+            EntityDescription(name: "Shape", properties: [.attribute("name", .string), .attribute("size", .integer64, defaultValue: Int64(0))]),
+            EntityDescription(name: "Circle", superentity: "Shape", properties: [.attribute("radius", .double)]),
+        ])
+        let stack = try TestStack(kind, model: model)
+        let context = stack.context()
+        let shape = context.insert("Shape", ["name": "s"])
+        let circle = context.insert("Circle", ["name": "c", "radius": 1.0])
+        try context.save()
+
+        let own = BatchUpdateRequest(entityName: "Shape")
+        own.includesSubentities = false
+        own.propertiesToUpdate = ["size": Int64(1)]
+        own.resultType = .updatedObjectIDs
+        #expect((try context.execute(own) as? BatchUpdateResult)?.result as? [ManagedObjectID] == [shape.objectID])
+        let all = BatchUpdateRequest(entityName: "Shape")
+        all.propertiesToUpdate = ["size": Int64(2)]
+        all.resultType = .updatedObjectIDs
+        let ids = try #require((try context.execute(all) as? BatchUpdateResult)?.result as? [ManagedObjectID])
+        #expect(Set(ids) == [shape.objectID, circle.objectID])
+        #expect(ids.first { $0 == circle.objectID }?.entityName == "Circle")
+        let circles = BatchUpdateRequest(entityName: "Circle")
+        circles.propertiesToUpdate = ["radius": 2.5, "size": Int64(3)]
+        try context.execute(circles)
+        let reader = stack.context("reader")
+        #expect(try reader.existingObject(with: shape.objectID).value(forKey: "size") as? Int64 == 2)
+        #expect(try reader.existingObject(with: circle.objectID).value(forKey: "size") as? Int64 == 3)
+        #expect(try reader.existingObject(with: circle.objectID).value(forKey: "radius") as? Double == 2.5)
+    }
+
+    @Test(arguments: StoreKind.allCases)
     func anUpdateThatWouldBreakAUniquenessConstraintIsRefusedWhole(_ kind: StoreKind) throws {
         let stack = try TestStack(kind, model: BatchModels.rules())
         let context = stack.context()
