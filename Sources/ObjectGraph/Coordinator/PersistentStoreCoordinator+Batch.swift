@@ -68,7 +68,7 @@ extension PersistentStoreCoordinator {
                     throw conflict.error
                 }
                 // The row cache never serves a row the request changed: those rows leave it.
-                rowCache.didSave(snapshots: [:], deleted: done.inserted + done.updated + done.deleted)
+                rowCache.evict(done.inserted + done.updated + done.deleted)
                 result.append(done)
             }
         }

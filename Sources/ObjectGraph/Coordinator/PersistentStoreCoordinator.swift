@@ -260,12 +260,13 @@ public final class PersistentStoreCoordinator: Sendable, CustomStringConvertible
                 guard let store = localStore(of: id) else { continue }
                 byStore[ObjectIdentifier(store), default: (store, [])].1.append(id)
             }
+            let mark = rowCache.evictionMark
             for (store, list) in byStore.values {
                 let found = try store.backend.snapshots(for: list, store: store)
                 result.merge(found) { a, _ in a }
             }
             faultsFromStoreCounter.add(result.count, ordering: .relaxed)
-            rowCache.register(result.map { StoreRow(id: $0.key, snapshot: $0.value) }, retain: true)
+            rowCache.register(result.map { StoreRow(id: $0.key, snapshot: $0.value) }, retain: true, readSince: mark)
             return result
         }
     }

@@ -82,4 +82,27 @@ struct BatchConsistencyTests {
         // The holder's objects still show what it read: batch requests reach no context by themselves.
         #expect(held[0].value(forKey: "age") as? Int64 == 20)
     }
+
+    @Test(arguments: StoreKind.allCases)
+    func aReadThatStartedBeforeABatchRequestCachesNothingItRead(_ kind: StoreKind) throws {
+        let stack = try TestStack(kind)
+        let context = stack.context()
+        let note = context.insert("Note", ["title": "a", "rank": Int64(1)])
+        try context.save()
+        let cache = stack.coordinator.rowCache
+        let read = StoreFetchRequest(entity: stack.model.entitiesByName["Note"]!)
+        // A read from before the batch request, registered after it committed and evicted.
+        let mark = cache.evictionMark
+        let stale = try stack.store.backend.fetch(read, store: stack.store)
+        let update = BatchUpdateRequest(entityName: "Note")
+        update.propertiesToUpdate = ["rank": Int64(2)]
+        try context.execute(update)
+        cache.register(stale, retain: false, readSince: mark)
+        #expect(cache.retainSnapshot(for: note.objectID) == nil)
+        // A read after it is cached.
+        let freshMark = cache.evictionMark
+        cache.register(try stack.store.backend.fetch(read, store: stack.store), retain: false, readSince: freshMark)
+        let rank = note.entity.attributesByName["rank"]!.index
+        #expect(cache.retainSnapshot(for: note.objectID)?.values[rank] == .int(2))
+    }
 }
