@@ -44,15 +44,17 @@ extension PersistentStoreCoordinator: ParentStore {
     func rows(_ request: StoreFetchRequest, leasing: Bool, requester: ManagedObjectContext) throws -> FetchedRows {
         // Each of several stores orders and pages only its own rows: the requester orders the union.
         let single = persistentStores.count <= 1
+        let mark = rowCache.evictionMark
         let rows = try fetchRows(single ? request : request.unpaged)
-        return FetchedRows(rows: rows, isOrdered: single, leases: leasing ? lease(rows) : nil)
+        return FetchedRows(rows: rows, isOrdered: single, leases: leasing ? lease(rows, readSince: mark) : nil)
     }
 
-    /// Registers fetched rows in the row cache with a reference each, for the requester's faults.
-    func lease(_ rows: [StoreRow]) -> RowLeases? {
+    /// Registers fetched rows in the row cache with a reference each, for the requester's faults
+    /// (unless a batch request evicted rows since the read began, `mark`).
+    func lease(_ rows: [StoreRow], readSince mark: UInt64? = nil) -> RowLeases? {
         let withValues = rows.filter { $0.snapshot != nil }
         guard !withValues.isEmpty else { return nil }
-        rowCache.register(withValues, retain: true)
+        rowCache.register(withValues, retain: true, readSince: mark)
         return RowLeases(cache: rowCache, ids: withValues.map(\.id))
     }
 

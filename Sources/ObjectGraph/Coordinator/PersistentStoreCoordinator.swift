@@ -175,6 +175,15 @@ public final class PersistentStoreCoordinator: Sendable, CustomStringConvertible
         for handler in handlers { handler(changes, ObjectIdentifier(source)) }
     }
 
+    /// Hands changes written to the stores without a context's save (batch requests) to every
+    /// subscriber, the contexts that merge automatically, but `excluded`.
+    func didWriteWithoutContext(_ changes: ManagedObjectContext.SaveChanges, except excluded: ManagedObjectContext? = nil) {
+        let handlers = saveSubscribers.withLock { Array($0.values) }
+        // A subscriber skips changes from itself; no context has the coordinator's identity.
+        let source = excluded.map { ObjectIdentifier($0) } ?? ObjectIdentifier(self)
+        for handler in handlers { handler(changes, source) }
+    }
+
     // MARK: - Locking
 
     /// Takes the coordinator's lock (recursive): until `unlock()`, other threads' store access waits.
@@ -255,12 +264,13 @@ public final class PersistentStoreCoordinator: Sendable, CustomStringConvertible
                     : stores.firstIndex { $0 === store } ?? stores.firstIndex { $0.identifier == store.identifier }
                 if let index { lists[index].append(id) }
             }
+            let mark = rowCache.evictionMark
             for (store, list) in zip(stores, lists) where !list.isEmpty {
                 let found = try store.backend.snapshots(for: list, store: store)
                 if result.isEmpty { result = found } else { result.merge(found) { a, _ in a } }
             }
             faultsFromStoreCounter.add(result.count, ordering: .relaxed)
-            rowCache.register(result.map { StoreRow(id: $0.key, snapshot: $0.value) }, retain: true)
+            rowCache.register(result.map { StoreRow(id: $0.key, snapshot: $0.value) }, retain: true, readSince: mark)
             return result
         }
     }

@@ -15,16 +15,25 @@ final class RowCache: Sendable {
     }
 
     private let entries = Protected<[ManagedObjectID: Entry]>([:])
+    /// How many evictions there have been (changed under the entries' lock).
+    private let evictions = Atomic<UInt64>(0)
     let hits = Atomic<Int>(0)
     let misses = Atomic<Int>(0)
 
     var count: Int { entries.withLock { $0.count } }
 
+    /// Noted by a read before it reads the store: rows read since an eviction may predate the
+    /// write that caused it.
+    /// (Acquiring: a read that sees an eviction's count reads after the write it followed.)
+    var evictionMark: UInt64 { evictions.load(ordering: .acquiring) }
+
     /// Adds rows read from a store, keeping the newer snapshot when one is already cached; each row
-    /// gains a reference when `retain` is true.
-    func register(_ rows: [StoreRow], retain: Bool) {
+    /// gains a reference when `retain` is true. Rows of a read that started (`readSince`, its
+    /// ``evictionMark``) before an eviction are not cached: they may be what a batch request changed.
+    func register(_ rows: [StoreRow], retain: Bool, readSince mark: UInt64? = nil) {
         let now = Date.timeIntervalSinceReferenceDate
         entries.withLock { entries in
+            if let mark, evictions.load(ordering: .relaxed) != mark { return }
             for row in rows {
                 guard let snapshot = row.snapshot else { continue }
                 if var entry = entries[row.id] {
@@ -87,6 +96,15 @@ final class RowCache: Sendable {
                 }
             }
             for id in deleted { entries[id] = nil }
+        }
+    }
+
+    /// Drops rows a write without snapshots (a batch request) changed, once it is committed; reads
+    /// that started before cache nothing they read.
+    func evict(_ ids: [ManagedObjectID]) {
+        entries.withLock { entries in
+            evictions.add(1, ordering: .releasing)
+            for id in ids { entries[id] = nil }
         }
     }
 

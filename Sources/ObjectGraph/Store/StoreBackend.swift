@@ -104,6 +104,14 @@ protocol StoreBackend: AnyObject, Sendable {
     /// - Throws: `.mergeConflict` (with the conflicts) when a version check fails, `.constraintConflict`
     ///   when a uniqueness constraint is violated, I/O errors.
     func save(_ request: StoreSaveRequest, store: PersistentStore) throws -> StoreSaveResult
+    /// Runs a batch insert, update or delete (validated by the coordinator) in one transaction:
+    /// all of it or, when anything fails, none of it. Updated rows get a new version; a delete
+    /// follows the delete rules (``BatchDeleteClosure``) and clears the to-one relationships of
+    /// surviving rows that pointed at deleted ones.
+    ///
+    /// - Throws: ``ObjectGraphError/validation`` when a deny rule refuses a delete,
+    ///   `.constraintConflict` when a uniqueness constraint would be violated, I/O errors.
+    func executeBatch(_ request: StoreBatchRequest, store: PersistentStore) throws -> StoreBatchResult
     /// Reads the current versions and snapshots of rows, for conflict reports and merges.
     func currentSnapshots(for ids: [ManagedObjectID], store: PersistentStore) throws -> [ManagedObjectID: Snapshot]
     /// Closes the store.

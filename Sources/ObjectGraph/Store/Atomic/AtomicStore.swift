@@ -113,6 +113,11 @@ final class AtomicStore: StoreBackend {
         try load(store).saveAndPersist(request, store: store) { state in try self.write(state) }
     }
 
+    func executeBatch(_ request: StoreBatchRequest, store: PersistentStore) throws -> StoreBatchResult {
+        // As a save: the file is rewritten once, under the rows' lock; a failed write undoes the request.
+        try load(store).executeBatchAndPersist(request, store: store) { state in try self.write(state) }
+    }
+
     func close() throws {}
 
     /// Makes every write of the file fail with `code` (an errno), or write again with nil. For tests.

@@ -32,7 +32,7 @@ extension SQLiteStore {
         try write("saving") { db in try self.apply(request, store: store, db: db) }
     }
 
-    private func apply(_ request: StoreSaveRequest, store: PersistentStore, db: Database) throws -> StoreSaveResult {
+    func apply(_ request: StoreSaveRequest, store: PersistentStore, db: Database) throws -> StoreSaveResult {
         var result = StoreSaveResult()
         // Keys in the order objects were created, so rows are appended to the table's B-tree.
         var request = request
@@ -232,7 +232,7 @@ extension SQLiteStore {
     /// Binds a value, or throws when SQLite refuses it (too big): a parameter that failed to bind
     /// would keep the previous row's value.
     @inline(__always)
-    private func bind(_ value: Value, to statement: SQLiteStatement, at index: CInt, _ db: Database) throws {
+    func bind(_ value: Value, to statement: SQLiteStatement, at index: CInt, _ db: Database) throws {
         let code = value.bind(to: statement, at: index)
         guard code == SQLITE_OK else {
             throw DatabaseError(resultCode: ResultCode(rawValue: code), message: String(cString: sqlite3_errmsg(db.sqliteConnection)))
@@ -258,7 +258,7 @@ extension SQLiteStore {
     }
 
     /// Runs a statement whose parameters are bound, to completion, and resets it.
-    private func step(_ statement: SQLiteStatement, _ db: Database) throws {
+    func step(_ statement: SQLiteStatement, _ db: Database) throws {
         let code = sqlite3_step(statement)
         sqlite3_reset(statement)
         guard code == SQLITE_DONE || code == SQLITE_ROW else {

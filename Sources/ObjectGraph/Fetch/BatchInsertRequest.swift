@@ -1,0 +1,136 @@
+import Foundation
+
+/// What a ``BatchInsertResult`` holds (`NSBatchInsertRequestResultType`, with its raw values).
+public enum BatchInsertRequestResultType: UInt, Sendable, Hashable {
+    /// `true` when the request ran.
+    case statusOnly = 0
+    /// The IDs of the objects inserted or, through a uniqueness constraint, updated.
+    case objectIDs = 1
+    /// How many objects were inserted or updated.
+    case count = 2
+}
+
+/// Inserts rows straight into the stores, without objects (`NSBatchInsertRequest`).
+///
+/// ```swift
+/// let insert = BatchInsertRequest(entityName: "Note", objects: [
+///     ["title": "First", "rank": Int64(1)],
+///     ["title": "Second"],                       // rank takes the model's default
+/// ])
+/// insert.resultType = .objectIDs
+/// let ids = (try context.execute(insert) as! BatchInsertResult).result as! [ManagedObjectID]
+/// ```
+///
+/// Or row by row, from a handler that fills each dictionary and returns `true` to stop (the row of
+/// that call is not inserted):
+///
+/// ```swift
+/// var next = 0
+/// let insert = BatchInsertRequest(entityName: "Note") { (row: inout [String: any Sendable]) -> Bool in
+///     guard next < titles.count else { return true }
+///     row["title"] = titles[next]; next += 1
+///     return false
+/// }
+/// ```
+///
+/// Every row is checked before anything is written: a key that is not a stored attribute, a value
+/// of the wrong type, or a required attribute left without a value (and without a default) refuses
+/// the whole request with ``ObjectGraphError/validation`` naming the row, the entity and the key.
+/// Keys a row does not name take the model's defaults. On an entity with uniqueness constraints
+/// the insert is an upsert: a row whose constrained values an existing row (or an earlier row of the
+/// request) has updates that row, writing only the keys it names, and gives it a new version.
+/// Relationships cannot be set, as in Core Data. See <doc:BatchOperations>.
+public final class BatchInsertRequest: PersistentStoreRequest {
+    /// The name of the entity whose rows are inserted.
+    public let entityName: String
+    /// The entity whose rows are inserted, when the request was made with one.
+    public let entity: EntityDescription?
+    /// The rows to insert, by attribute name; nil when a ``dictionaryHandler`` supplies them.
+    public var objectsToInsert: [[String: any Sendable]]?
+    /// Fills one row per call and returns `true` to stop (that call's row is not inserted). It runs
+    /// inside ``ManagedObjectContext/execute(_:)``, on the context's queue.
+    public var dictionaryHandler: ((inout [String: any Sendable]) -> Bool)?
+    /// What the result holds; ``BatchInsertRequestResultType/statusOnly`` by default.
+    public var resultType: BatchInsertRequestResultType = .statusOnly
+    /// Whether every context on the coordinator with ``ManagedObjectContext/automaticallyMergesChangesFromParent``
+    /// merges the inserted and updated objects once the request is written (false by default, as in
+    /// Core Data, where batch requests reach no context by themselves).
+    public var mergesChangesIntoContexts = false
+
+    /// A request to insert `objects` as rows of the named entity.
+    public init(entityName: String, objects: [[String: any Sendable]]) {
+        self.entityName = entityName
+        self.entity = nil
+        self.objectsToInsert = objects
+    }
+
+    /// A request to insert `objects` as rows of `entity`.
+    public init(entity: EntityDescription, objects: [[String: any Sendable]]) {
+        self.entityName = entity.name
+        self.entity = entity
+        self.objectsToInsert = objects
+    }
+
+    /// A request to insert the rows `dictionaryHandler` fills, until it returns `true`.
+    public init(entityName: String, dictionaryHandler: @escaping (inout [String: any Sendable]) -> Bool) {
+        self.entityName = entityName
+        self.entity = nil
+        self.dictionaryHandler = dictionaryHandler
+    }
+
+    /// A request to insert rows of `entity` that `dictionaryHandler` fills, until it returns `true`.
+    public init(entity: EntityDescription, dictionaryHandler: @escaping (inout [String: any Sendable]) -> Bool) {
+        self.entityName = entity.name
+        self.entity = entity
+        self.dictionaryHandler = dictionaryHandler
+    }
+
+    /// ``PersistentStoreRequestType/batchInsertRequestType``.
+    public override var requestType: PersistentStoreRequestType { .batchInsertRequestType }
+
+    override func execute(in context: ManagedObjectContext) throws -> PersistentStoreResult {
+        let coordinator = context.coordinator
+        let entity = try coordinator.batchEntity(named: entityName, entity)
+        if entity.isAbstract {
+            throw ObjectGraphError(.validation, "Batch insert of \(entity.name): the entity is abstract; nothing was written", entityName: entity.name)
+        }
+        var rows: [BatchRow] = []
+        if let objects = objectsToInsert {
+            rows.reserveCapacity(objects.count)
+            for (number, object) in objects.enumerated() { rows.append(try BatchValues.insertRow(object, number: number, entity: entity)) }
+        } else if let handler = dictionaryHandler {
+            while true {
+                var row: [String: any Sendable] = [:]
+                if handler(&row) { break }
+                rows.append(try BatchValues.insertRow(row, number: rows.count, entity: entity))
+            }
+        }
+        // The rows go to one store, as a save's inserts do: the first that can hold the entity.
+        let stores = try coordinator.batchStores(for: entity, affectedStores: affectedStores)
+        let store = stores.first { !$0.isReadOnly } ?? stores[0]
+        let done = try coordinator.executeBatch({ _ in .insert(entity: entity, rows: rows) }, on: [store], merging: mergesChangesIntoContexts)
+        var seen: Set<ManagedObjectID> = []
+        let ids = done.affected.filter { seen.insert($0).inserted }
+        return BatchInsertResult(resultType: resultType, result: ids)
+    }
+}
+
+/// What a ``BatchInsertRequest`` did (`NSBatchInsertResult`).
+public final class BatchInsertResult: PersistentStoreResult {
+    /// What ``result`` holds.
+    public let resultType: BatchInsertRequestResultType
+    /// `true` (``BatchInsertRequestResultType/statusOnly``), the number of objects inserted or
+    /// updated as an `Int` (``BatchInsertRequestResultType/count``), or their IDs as
+    /// `[ManagedObjectID]`, one per object, in the order of the rows
+    /// (``BatchInsertRequestResultType/objectIDs``).
+    public let result: Any?
+
+    init(resultType: BatchInsertRequestResultType, result ids: [ManagedObjectID]) {
+        self.resultType = resultType
+        switch resultType {
+        case .statusOnly: self.result = true
+        case .count: self.result = ids.count
+        case .objectIDs: self.result = ids
+        }
+    }
+}

@@ -1,0 +1,101 @@
+import Foundation
+
+/// The checks every batch request's values pass before any store sees them: keys name stored
+/// attributes, values have the attribute's type, required attributes have a value. A batch request
+/// with one bad value is refused whole, before anything is written.
+enum BatchValues {
+    /// One row of a batch insert: the model's defaults for the keys it does not name.
+    ///
+    /// - Throws: ``ObjectGraphError/validation`` naming the row, the entity and the key.
+    static func insertRow(_ dictionary: [String: any Sendable], number: Int, entity: EntityDescription) throws -> BatchRow {
+        var values = entity.properties.map { ($0 as? AttributeDescription)?.defaultStoredValue ?? .null }
+        var given: [Int] = []
+        given.reserveCapacity(dictionary.count)
+        let context = "Batch insert row \(number) of \(entity.name)"
+        for (key, raw) in dictionary {
+            let attribute = try storedAttribute(key, of: entity, context: context)
+            values[attribute.index] = try value(raw, for: attribute, entity: entity, context: context)
+            given.append(attribute.index)
+        }
+        var missing: String?
+        for attribute in entity.attributes where !attribute.isOptional && !attribute.isTransient && values[attribute.index].isNull {
+            if given.contains(attribute.index) {
+                throw ObjectGraphError(
+                    .validation, "\(context) sets required attribute '\(attribute.name)' to nil; nothing was written",
+                    entityName: entity.name, key: attribute.name)
+            }
+            missing = missing ?? attribute.name
+        }
+        // A row that upserts an existing one need not name every required attribute: on an entity
+        // with uniqueness constraints, the store decides (``BatchInsertPlan``).
+        if let missing, RelationalLayout.uniquenessConstraints(of: entity).isEmpty {
+            throw missingRequired(missing, number: number, entity: entity)
+        }
+        given.sort()
+        return BatchRow(values: values, given: given, missingRequired: missing)
+    }
+
+    /// The error of a row that would be inserted without a value for a required attribute.
+    static func missingRequired(_ name: String, number: Int, entity: EntityDescription) -> ObjectGraphError {
+        ObjectGraphError(
+            .validation,
+            "Batch insert row \(number) of \(entity.name) has no value for required attribute '\(name)', which has no default; nothing was written",
+            entityName: entity.name, key: name)
+    }
+
+    /// The constant values of a batch update, by attribute name.
+    ///
+    /// - Throws: ``ObjectGraphError/validation`` naming the entity and the key.
+    static func updateValues(_ dictionary: [String: any Sendable], entity: EntityDescription) throws -> [(name: String, value: Value)] {
+        let context = "Batch update of \(entity.name)"
+        var result: [(name: String, value: Value)] = []
+        for (key, raw) in dictionary.sorted(by: { $0.key < $1.key }) {
+            let attribute = try storedAttribute(key, of: entity, context: context)
+            let value = try value(raw, for: attribute, entity: entity, context: context)
+            if value.isNull && !attribute.isOptional {
+                throw ObjectGraphError(
+                    .validation, "\(context) sets required attribute '\(key)' to nil; nothing was written", entityName: entity.name, key: key)
+            }
+            result.append((key, value))
+        }
+        return result
+    }
+
+    private static func storedAttribute(_ key: String, of entity: EntityDescription, context: String) throws -> AttributeDescription {
+        guard let property = entity.propertiesByName[key] else {
+            throw ObjectGraphError(
+                .validation, "\(context): the entity has no attribute '\(key)'; nothing was written", entityName: entity.name, key: key)
+        }
+        guard let attribute = property as? AttributeDescription, !attribute.isTransient else {
+            let kind = property is RelationshipDescription ? "a relationship" : "a transient attribute"
+            throw ObjectGraphError(
+                .validation, "\(context): '\(key)' is \(kind); batch requests set stored attributes only; nothing was written",
+                entityName: entity.name, key: key)
+        }
+        return attribute
+    }
+
+    private static func value(_ raw: Any, for attribute: AttributeDescription, entity: EntityDescription, context: String) throws -> Value {
+        if isNil(raw) { return .null }
+        let converted: Value?
+        if attribute.attributeType == .transformable {
+            converted = (try? TransformableCoding.encode(raw, valueType: attribute.valueType)).map(Value.data)
+        } else {
+            converted = Value.converting(raw, to: attribute.attributeType, valueType: attribute.valueType)
+        }
+        guard let converted else {
+            throw ObjectGraphError(
+                .validation,
+                "\(context): \(String(reflecting: raw)) (\(type(of: raw))) is not a value of attribute '\(attribute.name)', of type \(attribute.attributeType); nothing was written",
+                entityName: entity.name, key: attribute.name)
+        }
+        return converted
+    }
+
+    /// Whether a value is `nil` boxed in `Any` (an `Optional.none`) or `NSNull`.
+    private static func isNil(_ value: Any) -> Bool {
+        if value is NSNull { return true }
+        let mirror = Mirror(reflecting: value)
+        return mirror.displayStyle == .optional && mirror.children.isEmpty
+    }
+}
