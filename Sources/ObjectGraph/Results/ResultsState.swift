@@ -16,6 +16,9 @@ final class ResultsState {
     private var sortDescriptors: [FetchSortDescriptor] = []
     private var fetchLimit = 0
     private var section: FetchSortDescriptor?
+    /// Whether the predicate, a sort or the section key path reads other objects (`folder.name`):
+    /// then a change to any other object may move or filter the results.
+    private var readsRelatedObjects = false
     private weak var context: ManagedObjectContext?
     private var observers: [any NSObjectProtocol] = []
     private var view: () -> FetchedResultsController<ManagedObject> = { fatalError("ObjectGraph: a FetchedResultsController was used before performFetch()") }
@@ -32,6 +35,10 @@ final class ResultsState {
         self.sortDescriptors = sortDescriptors
         self.fetchLimit = fetchLimit
         self.section = sectionNameKeyPath.map { FetchSortDescriptor(key: $0) }
+        let keys = sortDescriptors.map(\.key) + (sectionNameKeyPath.map { [$0] } ?? [])
+        let format = predicate?.predicateFormat ?? ""
+        readsRelatedObjects = keys.contains { $0.contains(".") }
+            || ["." , "@", "ANY", "ALL", "NONE", "SUBQUERY"].contains { format.localizedCaseInsensitiveContains($0) }
     }
 
     /// Takes the results of a fetch, without telling the delegate (``FetchedResultsController/performFetch()``).
@@ -89,12 +96,25 @@ final class ResultsState {
             next = (try? refetch()) ?? []
         } else {
             var relevant: [ManagedObject] = []
+            var othersChanged = false
             let keys: [ManagedObjectContext.NotificationKey] = [.insertedObjects, .updatedObjects, .deletedObjects, .refreshedObjects, .invalidatedObjects]
             for key in keys {
-                for object in info[key.rawValue] as? Set<ManagedObject> ?? []
-                where includesSubentities ? object.entity.isKindOf(entity: entity) : object.entity === entity {
+                for object in info[key.rawValue] as? Set<ManagedObject> ?? [] {
+                    guard includesSubentities ? object.entity.isKindOf(entity: entity) : object.entity === entity else {
+                        othersChanged = true
+                        continue
+                    }
                     if changed.insert(ObjectIdentifier(object)).inserted { relevant.append(object) }
                 }
+            }
+            if othersChanged && readsRelatedObjects {
+                // A related object changed (a folder's name the notes sort or are sectioned by): the
+                // results are read again, and an object that took another place is a move. Core Data
+                // misses these.
+                // In memory too: the store sorts by the related objects' saved values.
+                let fetched = (try? refetch()) ?? current
+                let next = (try? FetchSortDescriptor.sorted(fetched, by: sortDescriptors) { $0 }) ?? fetched
+                return apply(next, changed: changed, movesAreChanges: true)
             }
             guard !relevant.isEmpty else { return }
             if fetchLimit > 0 {
@@ -128,10 +148,14 @@ final class ResultsState {
     }
 
     /// Takes new results, telling the delegate what changed.
-    private func apply(_ next: [ManagedObject], changed: Set<ObjectIdentifier>) {
+    private func apply(_ next: [ManagedObject], changed: Set<ObjectIdentifier>, movesAreChanges: Bool = false) {
         guard let oldObjects = objects, let oldSections = sections else { return }
         let newSections = makeSections(next)
         let oldPaths = paths(oldSections), newPaths = paths(newSections)
+        let moved = movesAreChanges ? Self.moved(from: oldObjects, to: next, except: changed) { id in
+            guard let old = oldPaths[id], let new = newPaths[id] else { return false }
+            return oldSections[old.section].name != newSections[new.section].name
+        } : nil
 
         var sectionChanges: [(ResultsSection, Int, FetchedResultsChangeType)] = []
         let oldNames = Set(oldSections.map(\.name)), newNames = Set(newSections.map(\.name))
@@ -143,7 +167,7 @@ final class ResultsState {
             let id = ObjectIdentifier(object)
             guard let old = oldPaths[id] else { continue }
             if let new = newPaths[id] {
-                guard changed.contains(id) else { continue }
+                guard changed.contains(id) || (moved?.contains(id) ?? false) else { continue }
                 objectChanges.append(old == new ? (object, old, .update, nil) : (object, old, .move, new))
             } else {
                 objectChanges.append((object, old, .delete, nil))
@@ -169,6 +193,39 @@ final class ResultsState {
         delegate?.controllerDidChangeContent(controller)
         delegate?.controller(controller, didChangeContentWith: next.map(\.objectID).difference(from: oldIDs))
         publish()
+    }
+
+    /// The objects that took another place by themselves: those outside the longest run of objects
+    /// that kept their relative order, and those that changed section. The others only shifted.
+    /// Objects in `except` changed themselves and are reported by their own rule.
+    static func moved(
+        from old: [ManagedObject], to new: [ManagedObject], except: Set<ObjectIdentifier>, sectionsChanged: (ObjectIdentifier) -> Bool
+    ) -> Set<ObjectIdentifier> {
+        var newIndex: [ObjectIdentifier: Int] = [:]
+        for (index, object) in new.enumerated() { newIndex[ObjectIdentifier(object)] = index }
+        let surviving = old.map(ObjectIdentifier.init).filter { newIndex[$0] != nil && !except.contains($0) }
+        // Those that changed section moved; the others moved only if they left the longest run.
+        let changedSection = Set(surviving.filter(sectionsChanged))
+        let kept = surviving.filter { !changedSection.contains($0) }
+        let positions = kept.map { newIndex[$0]! }
+        // Longest increasing subsequence of the new positions, in the old order (patience sorting).
+        var tails: [Int] = [], tailIndex: [Int] = [], previous = [Int](repeating: -1, count: positions.count)
+        for (i, position) in positions.enumerated() {
+            var low = 0, high = tails.count
+            while low < high {
+                let middle = (low + high) / 2
+                if tails[middle] < position { low = middle + 1 } else { high = middle }
+            }
+            if low > 0 { previous[i] = tailIndex[low - 1] }
+            if low == tails.count { tails.append(position); tailIndex.append(i) } else { tails[low] = position; tailIndex[low] = i }
+        }
+        var stable = Set<ObjectIdentifier>()
+        var index = tailIndex.last ?? -1
+        while index >= 0 {
+            stable.insert(kept[index])
+            index = previous[index]
+        }
+        return changedSection.union(kept.filter { !stable.contains($0) })
     }
 
     private func paths(_ sections: [ResultsSection]) -> [ObjectIdentifier: IndexPath] {

@@ -104,6 +104,24 @@ struct FetchedResultsControllerTests {
         #expect(recorder.lines.filter { $0.hasPrefix("delete") }.count == 3)
     }
 
+    @Test(arguments: [StoreKind.sqlite, .inMemory])
+    func aChangeToARelatedObjectTheSortAndSectionsReadIsSeen(_ kind: StoreKind) throws {
+        let (_, context, controller, recorder, objects) = try setUp(kind)
+        // Renaming the folder moves its notes to a new last section; Core Data would miss it.
+        objects["Inbox"]!.setValue("zeta", forKey: "name")
+        context.processPendingChanges()
+        #expect(controller.sections?.map(\.name) == ["archive", "zeta"])
+        #expect(titles(controller) == [["c"], ["a", "b"]])
+        #expect(Set(recorder.lines) == [
+            "will", "section delete Inbox 0", "section insert zeta 1", "move a 0.0>1.0", "move b 0.1>1.1", "did",
+        ])
+        // A change to an object the results do not read reports nothing.
+        recorder.lines = []
+        _ = context.insert("Tag", ["name": "t"])
+        context.processPendingChanges()
+        #expect(recorder.lines.isEmpty)
+    }
+
     @Test func changesMergedFromAnotherContextReachTheController() throws {
         let (stack, context, controller, recorder, objects) = try setUp(.sqlite)
         let other = stack.context("other")
