@@ -37,7 +37,7 @@ struct ChangeSet {
         inserted.insert(object)
     }
 
-    /// An object that became updated (`change()`, `keepChangesAfterRefresh()`, `becomeExistingRow(changed: true)`).
+    /// An object that became updated (`change()`, also after a refresh that keeps changes, `becomeExistingRow(changed: true)`).
     mutating func recordUpdate(_ object: ManagedObject) {
         updated.insert(object)
     }

@@ -171,7 +171,7 @@ extension ManagedObjectContext {
                 if let value = relationships[index] { object.toMany[index] = value }
             }
             object.changedIndices = changed
-            if !changed.isEmpty && object.state.keepChangesAfterRefresh() {
+            if !changed.isEmpty && object.state.change() {
                 // Still changed: it stays in the save.
                 changes.recordUpdate(object)
                 retained.insert(object)

@@ -54,15 +54,7 @@ public final class BatchDeleteRequest: PersistentStoreRequest {
     /// A request to delete the objects a fetch request of any result type matches
     /// (`Note.fetchRequest()`, a `FetchRequest<ManagedObjectID>`).
     public init<R>(fetchRequest: FetchRequest<R>) {
-        let request = FetchRequest<ManagedObject>()
-        request.entityName = fetchRequest.entityName
-        request.entity = fetchRequest.entity
-        request.predicate = fetchRequest.predicate
-        request.sortDescriptors = fetchRequest.sortDescriptors
-        request.fetchLimit = fetchRequest.fetchLimit
-        request.fetchOffset = fetchRequest.fetchOffset
-        request.includesSubentities = fetchRequest.includesSubentities
-        self.fetchRequest = request
+        self.fetchRequest = fetchRequest.forObjects
         self.objectIDs = nil
     }
 

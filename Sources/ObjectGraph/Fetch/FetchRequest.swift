@@ -77,6 +77,20 @@ public final class FetchRequest<ResultType>: CustomStringConvertible {
         return .managedObjectResultType
     }
 
+    /// The same request for objects (what it matches and in what order: entity, predicate, sort
+    /// descriptors, limit, offset, sub-entities), whatever this one's result type.
+    var forObjects: FetchRequest<ManagedObject> {
+        let request = FetchRequest<ManagedObject>()
+        request.entityName = entityName
+        request.entity = entity
+        request.predicate = predicate
+        request.sortDescriptors = sortDescriptors
+        request.fetchLimit = fetchLimit
+        request.fetchOffset = fetchOffset
+        request.includesSubentities = includesSubentities
+        return request
+    }
+
     public var description: String {
         var text = "FetchRequest<\(ResultType.self)>(\(entity?.name ?? entityName ?? "no entity")"
         if let predicate { text += ", predicate: \(predicate)" }

@@ -145,14 +145,6 @@ struct ObjectState: Equatable {
         return true
     }
 
-    /// A refresh that keeps unsaved changes on top of newer values: a re-read object whose changes
-    /// were put back.
-    mutating func keepChangesAfterRefresh() -> Bool {
-        guard phase == .unchanged else { return false }
-        phase = .updated
-        return true
-    }
-
     /// The program deletes the object. Returns false when it was deleted already; otherwise the
     /// caller lists it in `deletedObjects` and `pendingDeletes`.
     ///

@@ -107,15 +107,8 @@ public final class FetchedResultsController<ResultType: ManagedObject> {
     /// This controller as its delegate sees it: `FetchedResultsController<ManagedObject>`.
     var untypedView: FetchedResultsController<ManagedObject> {
         if let untyped = self as? FetchedResultsController<ManagedObject> { return untyped }
-        let request = FetchRequest<ManagedObject>()
-        request.entityName = fetchRequest.entityName
-        request.entity = fetchRequest.entity
-        request.predicate = fetchRequest.predicate
-        request.sortDescriptors = fetchRequest.sortDescriptors
-        request.fetchLimit = fetchRequest.fetchLimit
-        request.includesSubentities = fetchRequest.includesSubentities
         return FetchedResultsController<ManagedObject>(
-            viewOf: state, request: request, context: managedObjectContext, sectionNameKeyPath: sectionNameKeyPath, cacheName: cacheName)
+            viewOf: state, request: fetchRequest.forObjects, context: managedObjectContext, sectionNameKeyPath: sectionNameKeyPath, cacheName: cacheName)
     }
 
     // MARK: - Results
