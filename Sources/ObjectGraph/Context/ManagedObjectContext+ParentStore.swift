@@ -128,7 +128,11 @@ extension ManagedObjectContext: ParentStore {
         var excluded: Set<ManagedObjectID> = []
         /// Changed and inserted objects, candidates to match.
         var candidates: [ManagedObject] = []
-        var isEmpty: Bool { excluded.isEmpty && candidates.isEmpty }
+        /// Whether the predicate or the sort reads, through a relationship, an entity with unsaved
+        /// changes (`folder.name` while a folder is renamed): the parent store's answer rests on the
+        /// related rows it holds, so every row is read and matched here.
+        var readsChangedRelatedObjects = false
+        var isEmpty: Bool { excluded.isEmpty && candidates.isEmpty && !readsChangedRelatedObjects }
     }
 
     func overlay(for request: StoreFetchRequest) -> Overlay {
@@ -149,6 +153,12 @@ extension ManagedObjectContext: ParentStore {
             overlay.excluded.insert(object.objectID)
             overlay.candidates.append(object)
         }
+        let related = request.entitiesReadThroughRelationships
+        if !related.isEmpty {
+            overlay.readsChangedRelatedObjects = [insertedObjects, updatedObjects, deletedObjects].contains { objects in
+                objects.contains { object in related.contains { object.entity.isKindOf(entity: $0) } }
+            }
+        }
         return overlay
     }
 
@@ -159,7 +169,14 @@ extension ManagedObjectContext: ParentStore {
     /// `forChild`: rows go to a child, so they carry this context's view of its registered objects.
     func viewRows(_ request: StoreFetchRequest, includingPendingChanges: Bool, leasing: Bool, forChild: Bool) throws -> FetchedRows {
         let overlay = includingPendingChanges ? overlay(for: request) : Overlay()
-        var fetched = try parentStore.rows(overlay.isEmpty ? request : request.unpaged, leasing: leasing, requester: self)
+        var asked = overlay.isEmpty ? request : request.unpaged
+        if overlay.readsChangedRelatedObjects {
+            // Every row, matched here against the objects as this context sees them.
+            asked.predicate = nil
+            asked.sortDescriptors = []
+            asked.includesPropertyValues = true
+        }
+        var fetched = try parentStore.rows(asked, leasing: leasing, requester: self)
         if !aliases.isEmpty {
             for index in fetched.rows.indices { fetched.rows[index].id = canonical(fetched.rows[index].id) }
         }
@@ -172,6 +189,18 @@ extension ManagedObjectContext: ParentStore {
         }
         guard !overlay.isEmpty else { return fetched }
         fetched.rows.removeAll { overlay.excluded.contains($0.id) }
+        if overlay.readsChangedRelatedObjects {
+            if let predicate = request.predicate {
+                let objects = register(fetched.rows, asFaults: false, leases: fetched.leases)
+                var kept: [StoreRow] = []
+                kept.reserveCapacity(fetched.rows.count)
+                for (row, object) in zip(fetched.rows, objects) where try predicate.evaluate(with: object) { kept.append(row) }
+                fetched.rows = kept
+            }
+            if !request.includesPropertyValues {
+                for index in fetched.rows.indices { fetched.rows[index].snapshot = nil }
+            }
+        }
         for object in overlay.candidates {
             if let predicate = request.predicate, !(try predicate.evaluate(with: object)) { continue }
             fetched.rows.append(StoreRow(id: object.objectID, snapshot: request.includesPropertyValues ? viewSnapshot(of: object) : nil))

@@ -90,6 +90,54 @@ struct FetchThroughContextTests {
         #expect(again == ["100% done", "Zebra", "hello world", "apple"])
     }
 
+    /// A predicate or sort that reads a related object (`folder.name`) sees that object's unsaved
+    /// changes, though the fetched objects themselves did not change (Core Data's store answers
+    /// from the saved related rows here).
+    @Test(arguments: StoreKind.allCases)
+    func predicatesAndSortsThroughARelationshipSeeUnsavedChangesOfTheRelatedObjects(_ kind: StoreKind) throws {
+        let stack = try TestStack(kind)
+        let context = stack.context()
+        try Self.populate(context)
+        try context.save()
+        func titles(_ format: String, _ arguments: [any Sendable] = [], sortedBy sorts: [FetchSortDescriptor] = [FetchSortDescriptor(key: "title")],
+                    limit: Int = 0, in context: ManagedObjectContext) throws -> [String] {
+            let request = FetchRequest<ManagedObject>(entityName: "Note")
+            request.predicate = FetchPredicate(format: format, argumentArray: arguments)
+            request.sortDescriptors = sorts
+            request.fetchLimit = limit
+            return try context.fetch(request).compactMap { $0.value(forKey: "title") as? String }
+        }
+        let work = try context.all("Folder").first { $0.value(forKey: "name") as? String == "Work" }!
+        let sql = try context.all("Tag").first { $0.value(forKey: "name") as? String == "sql" }!
+        // Refetched, so that no note is registered with changes: only the folder and the tag change.
+        context.reset()
+        let renamed = context.object(with: work.objectID)
+        renamed.setValue("Archive", forKey: "name")
+        context.object(with: sql.objectID).setValue("sqlite", forKey: "name")
+        #expect(context.updatedObjects.allSatisfy { $0.entity.name != "Note" })
+
+        #expect(try titles("folder.name == %@", ["Archive"], in: context) == ["100% done", "Héllo", "Zebra"])
+        #expect(try titles("folder.name == %@", ["Work"], in: context) == [])
+        #expect(try titles("ANY tags.name == %@", ["sqlite"], in: context) == ["100% done", "hello world"])
+        #expect(try titles("SUBQUERY(tags, $t, $t.name == %@).@count > 0", ["sql"], in: context) == [])
+        // The store would order by the saved name ("Work" after "Inbox"); "Archive" comes first.
+        let byFolder = try titles(
+            "folder != nil", sortedBy: [FetchSortDescriptor(key: "folder.name"), FetchSortDescriptor(key: "rank")], limit: 3, in: context)
+        #expect(byFolder == ["Zebra", "Héllo", "100% done"])
+        let count = FetchRequest<ManagedObject>(entityName: "Note")
+        count.predicate = FetchPredicate(format: "folder.name == %@", argumentArray: ["Archive"])
+        #expect(try context.count(for: count) == 3)
+
+        // A child sees its parent's unsaved rename the same way.
+        let child = ManagedObjectContext(concurrencyType: .confinement)
+        child.parent = context
+        #expect(try titles("folder.name == %@", ["Archive"], in: child) == ["100% done", "Héllo", "Zebra"])
+        // A comparison of the relationship itself reads nothing of the folder: the store answers it.
+        #expect(try titles("folder == %@", [renamed.objectID], in: context) == ["100% done", "Héllo", "Zebra"])
+        // Another context, without the changes, still sees the saved names.
+        #expect(try titles("folder.name == %@", ["Work"], in: stack.context("other")) == ["100% done", "Héllo", "Zebra"])
+    }
+
     @Test func aMalformedPredicateThrowsAtTheFetchWithThePosition() throws {
         let stack = try TestStack(.sqlite)
         let request = FetchRequest<ManagedObject>(entityName: "Note")
