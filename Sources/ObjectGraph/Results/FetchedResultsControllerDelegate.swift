@@ -26,7 +26,8 @@ public protocol FetchedResultsSectionInfo {
 }
 
 /// The receiver of a ``FetchedResultsController``'s changes (`NSFetchedResultsControllerDelegate`).
-/// Every method is optional (each has an empty default).
+/// Every method is optional (each has an empty default). A delegate of a controller without
+/// sections that implements `controller(_:didChangeContentWith:)` gets only that call.
 ///
 /// A delegate implements them with exactly these signatures: a generic method of the same name is
 /// not called (Swift prefers the default as the witness).
@@ -51,7 +52,10 @@ public protocol FetchedResultsControllerDelegate: AnyObject {
         atSectionIndex sectionIndex: Int, for type: FetchedResultsChangeType)
     /// The results changed; the controller's objects and sections are the new ones.
     func controllerDidChangeContent(_ controller: FetchedResultsController<ManagedObject>)
-    /// The results changed, as one difference of the objects' IDs (all sections, in order).
+    /// The results changed, as one difference of the objects' IDs, for a controller without
+    /// sections. As in Core Data, a delegate that implements it is told nothing else: neither
+    /// `controllerWillChangeContent`, nor the per-object and per-section changes, nor
+    /// `controllerDidChangeContent`. A controller with a `sectionNameKeyPath` never calls it.
     func controller(
         _ controller: FetchedResultsController<ManagedObject>,
         didChangeContentWith difference: CollectionDifference<ManagedObjectID>)
@@ -66,9 +70,13 @@ extension FetchedResultsControllerDelegate {
         _ controller: FetchedResultsController<ManagedObject>, didChange sectionInfo: any FetchedResultsSectionInfo,
         atSectionIndex sectionIndex: Int, for type: FetchedResultsChangeType) {}
     public func controllerDidChangeContent(_ controller: FetchedResultsController<ManagedObject>) {}
+    /// Not implemented by the delegate: the controller learns it here (Objective-C's
+    /// `respondsToSelector:`, which Swift protocols lack), and sends the other calls instead.
     public func controller(
         _ controller: FetchedResultsController<ManagedObject>,
-        didChangeContentWith difference: CollectionDifference<ManagedObjectID>) {}
+        didChangeContentWith difference: CollectionDifference<ManagedObjectID>) {
+        controller.state.delegateTakesDifferences = false
+    }
 }
 
 /// A section's objects, as a ``FetchedResultsController`` groups them.

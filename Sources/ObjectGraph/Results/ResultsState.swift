@@ -19,6 +19,9 @@ final class ResultsState {
     /// Whether the predicate, a sort or the section key path reads other objects (`folder.name`):
     /// then a change to any other object may move or filter the results.
     private var readsRelatedObjects = false
+    /// Whether the delegate implements `controller(_:didChangeContentWith:)`: set before each call
+    /// of it, cleared by the protocol's default implementation.
+    var delegateTakesDifferences = false
     private weak var context: ManagedObjectContext?
     private var observers: [any NSObjectProtocol] = []
     private var view: () -> FetchedResultsController<ManagedObject> = { fatalError("ObjectGraph: a FetchedResultsController was used before performFetch()") }
@@ -180,8 +183,22 @@ final class ResultsState {
 
         let controller = view()
         let delegate = self.delegate
-        delegate?.controllerWillChangeContent(controller)
         let oldIDs = oldObjects.map(\.objectID)
+        if let delegate, section == nil {
+            // Core Data sends only the difference to a delegate that implements it; the default
+            // implementation clears `delegateTakesDifferences`, and then the other calls follow.
+            objects = next
+            sections = newSections
+            delegateTakesDifferences = true
+            delegate.controller(controller, didChangeContentWith: next.map(\.objectID).difference(from: oldIDs))
+            if delegateTakesDifferences {
+                publish()
+                return
+            }
+            objects = oldObjects
+            sections = oldSections
+        }
+        delegate?.controllerWillChangeContent(controller)
         objects = next
         sections = newSections
         for (section, index, type) in sectionChanges {
@@ -191,7 +208,6 @@ final class ResultsState {
             delegate?.controller(controller, didChange: object, at: old, for: type, newIndexPath: new)
         }
         delegate?.controllerDidChangeContent(controller)
-        delegate?.controller(controller, didChangeContentWith: next.map(\.objectID).difference(from: oldIDs))
         publish()
     }
 

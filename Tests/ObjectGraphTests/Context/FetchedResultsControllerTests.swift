@@ -29,6 +29,31 @@ private final class ResultsRecorder: FetchedResultsControllerDelegate {
     }
 }
 
+/// Records the per-object calls only (no difference method).
+private final class ResultsRecorderWithoutDifference: FetchedResultsControllerDelegate {
+    var lines: [String] = []
+    func controllerWillChangeContent(_ controller: FetchedResultsController<ManagedObject>) { lines.append("will") }
+    func controller(
+        _ controller: FetchedResultsController<ManagedObject>, didChange anObject: ManagedObject,
+        at indexPath: IndexPath?, for type: FetchedResultsChangeType, newIndexPath: IndexPath?
+    ) {
+        let title = anObject.value(forKey: "title") as? String ?? "?"
+        let text = { (path: IndexPath?) in path.map { "\($0.section).\($0.item)" } ?? "-" }
+        lines.append("\(type) \(title) \(text(indexPath))>\(text(newIndexPath))")
+    }
+    func controllerDidChangeContent(_ controller: FetchedResultsController<ManagedObject>) { lines.append("did") }
+}
+
+/// A delegate that implements only the difference: Core Data then sends nothing else.
+private final class DifferenceRecorder: FetchedResultsControllerDelegate {
+    var differences: [CollectionDifference<ManagedObjectID>] = []
+    var objectsSeen: [[ManagedObjectID]] = []
+    func controller(_ controller: FetchedResultsController<ManagedObject>, didChangeContentWith difference: CollectionDifference<ManagedObjectID>) {
+        differences.append(difference)
+        objectsSeen.append(controller.fetchedObjects?.map(\.objectID) ?? [])
+    }
+}
+
 @Suite("Fetched results follow the context: sections, inserts, deletes, moves, updates, snapshots")
 struct FetchedResultsControllerTests {
     /// Notes in two folders, sorted by folder name then rank.
@@ -147,8 +172,9 @@ struct FetchedResultsControllerTests {
         context.delete(objects["a"]!)
         context.processPendingChanges()
         let after = try #require(controller.fetchedObjects?.map(\.objectID))
-        let difference = try #require(recorder.differences.last)
-        #expect(before.applying(difference) == after)
+        // A controller with sections never sends the difference, even to a delegate that has it.
+        #expect(recorder.differences.isEmpty)
+        #expect(recorder.lines.first == "will" && recorder.lines.last == "did")
         let second = try #require(await iterator.next())
         #expect(second.objectIDs == after)
         #expect(before.applying(second.difference) == after)
@@ -157,6 +183,40 @@ struct FetchedResultsControllerTests {
         let third = try #require(await iterator.next())
         #expect(third.objectIDs.allSatisfy { !$0.isTemporaryID })
         #expect(after.applying(third.difference) == third.objectIDs)
+    }
+
+    /// Core Data: a delegate of a controller without sections that implements the difference gets
+    /// only the difference, with the controller already showing the new results; a delegate that
+    /// does not implement it gets the per-object calls.
+    @Test(arguments: StoreKind.allCases)
+    func aDelegateThatTakesTheDifferenceGetsOnlyTheDifference(_ kind: StoreKind) throws {
+        let stack = try TestStack(kind)
+        let context = stack.context("view")
+        for (title, rank) in [("a", 1), ("b", 2), ("c", 3)] { _ = context.insert("Note", ["title": title, "rank": Int64(rank)]) }
+        try context.save()
+        let request = FetchRequest<ManagedObject>(entityName: "Note")
+        request.sortDescriptors = [FetchSortDescriptor(key: "rank")]
+        let controller = FetchedResultsController(fetchRequest: request, managedObjectContext: context)
+        let differences = DifferenceRecorder()
+        controller.delegate = differences
+        try controller.performFetch()
+        let before = try #require(controller.fetchedObjects?.map(\.objectID))
+        let b = try #require(controller.fetchedObjects?[1])
+        b.setValue(Int64(9), forKey: "rank")
+        _ = context.insert("Note", ["title": "d", "rank": Int64(0)])
+        context.processPendingChanges()
+        let after = try #require(controller.fetchedObjects?.map(\.objectID))
+        #expect(differences.differences.count == 1)
+        #expect(before.applying(try #require(differences.differences.first)) == after)
+        #expect(differences.objectsSeen == [after])
+
+        // The same changes to a delegate without the difference method: the per-object calls.
+        let lines = ResultsRecorderWithoutDifference()
+        controller.delegate = lines
+        b.setValue(Int64(-1), forKey: "rank")
+        context.processPendingChanges()
+        #expect(lines.lines == ["will", "move b 0.3>0.0", "did"])
+        #expect(differences.differences.count == 1)
     }
 
     @Test func aContextsResultsStreamFollowsItsChanges() async throws {
