@@ -117,12 +117,8 @@ enum CrashScenario {
 }
 
 /// A child process running the `objectgraph` tool, whose output is collected as it comes.
-final class ToolProcess: @unchecked Sendable {  // output is guarded by `lock`; the process is used by one test
-    let process = Process()
-    private let lock = NSLock()
-    private var stdout = Data()
-    private var stderr = Data()
-    private let finished = DispatchGroup()
+final class ToolProcess: Sendable {
+    private let child: ChildProcess
 
     /// The tool, found as `runTool` finds it: next to the test bundle.
     static var toolURL: URL {
@@ -133,42 +129,27 @@ final class ToolProcess: @unchecked Sendable {  // output is guarded by `lock`; 
     }
 
     init(_ arguments: [String], environment: [String: String] = [:]) throws {
-        process.executableURL = Self.toolURL
-        process.arguments = arguments
         var env = ProcessInfo.processInfo.environment
         env["SWIFT_BACKTRACE"] = "enable=no"
         for (key, value) in environment { env[key] = value }
-        process.environment = env
-        let out = Pipe(), err = Pipe()
-        process.standardOutput = out
-        process.standardError = err
-        try process.run()
-        for (pipe, isError) in [(out, false), (err, true)] {
-            finished.enter()
-            Thread.detachNewThread { [self] in
-                while true {
-                    let data = pipe.fileHandleForReading.availableData
-                    if data.isEmpty { break }
-                    lock.withLock { if isError { stderr.append(data) } else { stdout.append(data) } }
-                }
-                finished.leave()
-            }
-        }
+        child = try ChildProcess(Self.toolURL, arguments, environment: env, mergingErrors: false)
     }
 
-    var output: String { lock.withLock { String(decoding: stdout, as: UTF8.self) } }
-    var errors: String { lock.withLock { String(decoding: stderr, as: UTF8.self) } }
+    var output: String { String(decoding: child.standardOutput, as: UTF8.self) }
+    var errors: String { String(decoding: child.standardError, as: UTF8.self) }
+
+    /// Whether the child has not ended yet.
+    var isRunning: Bool { child.isRunning }
 
     /// Sends a signal to the child.
-    func signal(_ signal: Int32) { kill(process.processIdentifier, signal) }
+    func signal(_ signal: Int32) { child.signal(signal) }
 
     /// Waits for the child to end and its output to be read; returns its exit status (or the signal
     /// that ended it) and why it ended.
     @discardableResult
     func wait() -> (status: Int32, reason: Process.TerminationReason) {
-        process.waitUntilExit()
-        finished.wait()
-        return (process.terminationStatus, process.terminationReason)
+        let (status, signaled) = child.wait()
+        return (status, signaled ? .uncaughtSignal : .exit)
     }
 
     /// Waits until the output has a line for which `condition` holds, or the time limit passes.
@@ -176,7 +157,7 @@ final class ToolProcess: @unchecked Sendable {  // output is guarded by `lock`; 
         let deadline = Date().addingTimeInterval(timeout)
         while Date() < deadline {
             if condition(output) { return true }
-            if !process.isRunning { return condition(output) }
+            if !child.isRunning { return condition(output) }
             Thread.sleep(forTimeInterval: 0.005)
         }
         return condition(output)

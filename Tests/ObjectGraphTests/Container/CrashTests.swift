@@ -98,7 +98,7 @@ struct CrashTests {
                     try #require(saving, "seed \(seed): the child made no save: \(child.errors)")
                     Thread.sleep(forTimeInterval: Double.random(in: 0...0.05, using: &random))
                 }
-                let wasRunning = child.process.isRunning
+                let wasRunning = child.isRunning
                 child.signal(SIGKILL)
                 let (status, reason) = child.wait()
                 try #require(wasRunning && reason == .uncaughtSignal && status == SIGKILL,

@@ -29,18 +29,10 @@ func runTool(_ arguments: [String], environment: [String: String] = [:]) throws 
     if !FileManager.default.fileExists(atPath: tool.path) {
         tool = directory.deletingLastPathComponent().appendingPathComponent("objectgraph")
     }
-    let process = Process()
-    process.executableURL = tool
-    process.arguments = arguments
     var env = ProcessInfo.processInfo.environment
     env["SWIFT_BACKTRACE"] = "enable=no"
     for (key, value) in environment { env[key] = value }
-    process.environment = env
-    let pipe = Pipe()
-    process.standardOutput = pipe
-    process.standardError = pipe
-    try process.run()
-    let data = pipe.fileHandleForReading.readDataToEndOfFile()
-    process.waitUntilExit()
-    return (process.terminationStatus, String(decoding: data, as: UTF8.self))
+    let child = try ChildProcess(tool, arguments, environment: env, mergingErrors: true)
+    let (status, _) = child.wait()
+    return (status, String(decoding: child.standardOutput, as: UTF8.self))
 }
