@@ -47,21 +47,31 @@ package struct BenchSizes: Codable, Sendable {
     package var idleQueriesPerReader: Int
     /// Objects changed in the background and merged by `merge`.
     package var merge: Int
+    /// Rows `batch_insert` inserts, and the rows of the stores `batch_update` and `batch_delete`
+    /// change (each changes half of them).
+    package var batch: Int
+    /// Objects in the results of `frc_merge`'s controller.
+    package var resultsObjects: Int
+    /// Changes (updates that move objects, inserts, deletes) `frc_merge`'s controller merges.
+    package var resultsChanges: Int
 
     /// The sizes of the table.
     package static let full = BenchSizes(
         insert: 100_000, fetch: 200_000, randomReads: 20_000, batched: 1_000_000, batchSize: 100,
         predicateRows: 500_000, predicateQueries: 100, update: 10_000, singleSaves: 10_000,
-        readWriteBatches: 20, readWriteBatchSize: 1_000, readers: 4, idleQueriesPerReader: 250, merge: 10_000)
+        readWriteBatches: 20, readWriteBatchSize: 1_000, readers: 4, idleQueriesPerReader: 250, merge: 10_000,
+        batch: 100_000, resultsObjects: 100_000, resultsChanges: 1_000)
 
     /// Small sizes: every workload runs, in well under a minute.
     package static let quick = BenchSizes(
         insert: 5_000, fetch: 10_000, randomReads: 2_000, batched: 50_000, batchSize: 100,
         predicateRows: 20_000, predicateQueries: 20, update: 1_000, singleSaves: 300,
-        readWriteBatches: 4, readWriteBatchSize: 1_000, readers: 4, idleQueriesPerReader: 50, merge: 1_000)
+        readWriteBatches: 4, readWriteBatchSize: 1_000, readers: 4, idleQueriesPerReader: 50, merge: 1_000,
+        batch: 5_000, resultsObjects: 10_000, resultsChanges: 100)
 
     /// The sizes multiplied by `factor`, each at least 1 (the readers' count and the batch size of
-    /// `batched` are kept; random reads and single saves stay within the rows they pick from).
+    /// `batched` are kept; random reads, single saves and the results' changes stay within the rows
+    /// they pick from).
     package func scaled(by factor: Double) -> BenchSizes {
         func scale(_ value: Int) -> Int { max(1, Int((Double(value) * factor).rounded())) }
         var sizes = self
@@ -77,6 +87,9 @@ package struct BenchSizes: Codable, Sendable {
         sizes.readWriteBatchSize = scale(readWriteBatchSize)
         sizes.idleQueriesPerReader = scale(idleQueriesPerReader)
         sizes.merge = scale(merge)
+        sizes.batch = scale(batch)
+        sizes.resultsObjects = scale(resultsObjects)
+        sizes.resultsChanges = min(scale(resultsChanges), sizes.resultsObjects)
         return sizes
     }
 }

@@ -50,6 +50,17 @@ package enum BenchData {
         return (String(letters) + "-\(row)", Int64(random.next() % 1_000_000))
     }
 
+    /// The rows `batch_update` and `batch_delete` change, by `i1` (the row number): the middle half
+    /// of `rows` (at least one row).
+    package static func batchRange(of rows: Int) -> Range<Int> {
+        let start = rows / 4
+        return start..<min(rows, start + max(1, rows / 2))
+    }
+
+    /// The value `batch_update` gives `i0` in run `run` (0 is the warm-up): negative, unlike every
+    /// seeded value, and new in each run, so that every run changes every row it matches.
+    package static func batchUpdateValue(run: Int) -> Int64 { -Int64(run + 1) }
+
     /// The two-letter prefixes the `predicate` queries look for, one per query.
     package static func prefixes(_ count: Int, variant: Int = 0) -> [String] {
         var random = BenchRandom(seed: seed ^ 0x9EF1 &+ UInt64(variant))

@@ -10,6 +10,7 @@ package enum BenchFigure: String, CaseIterable, Codable, CodingKeyRepresentable,
     /// `fault` with `includesPropertyValues = false`: the fetch reads IDs only, each fault its row.
     case idsOnlySeconds = "ids_only_s"
     /// `merge`: the `mergeChanges(fromContextDidSave:)` call alone, the main queue's stall.
+    /// `frc_merge`: the whole `mergeChanges(fromContextDidSave:)` call, past `controllerDidChangeContent`.
     case mergeCallSeconds = "merge_call_s"
     // `readwrite`: the readers' p99 latency alone and under load, the writer's times alone and
     // with readers, the numbers of queries.

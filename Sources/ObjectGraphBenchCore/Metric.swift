@@ -22,6 +22,10 @@ package enum Metric: String, CaseIterable, Codable, Sendable, ExpressibleByArgum
     case updateSeparateSaves = "update_separate_saves"
     case readWrite = "readwrite"
     case merge
+    case batchInsert = "batch_insert"
+    case batchUpdate = "batch_update"
+    case batchDelete = "batch_delete"
+    case frcMerge = "frc_merge"
 
     /// The workload whose data the metric reads, and whose stores are seeded before it runs.
     package var workload: BenchWorkload {
@@ -35,6 +39,8 @@ package enum Metric: String, CaseIterable, Codable, Sendable, ExpressibleByArgum
         case .updateOneSave, .updateTyped, .updateSeparateSaves: .update
         case .readWrite: .readwrite
         case .merge: .merge
+        case .batchInsert, .batchUpdate, .batchDelete: .batch
+        case .frcMerge: .frcMerge
         }
     }
 
@@ -47,10 +53,14 @@ package enum Metric: String, CaseIterable, Codable, Sendable, ExpressibleByArgum
     }
 }
 
-/// The workloads of the benchmark (issues 6 and 13), in the order they run: the groups of metrics
-/// that share their data.
+/// The workloads of the benchmark (issues 6, 13, 16 and 17), in the order they run: the groups of
+/// metrics that share their data.
 package enum BenchWorkload: String, CaseIterable, Codable, Sendable, ExpressibleByArgument {
     case insert, fetch, fault, cachehit, batched, predicate, update, readwrite, merge
+    /// `batch_insert`, `batch_update`, `batch_delete`: batch requests against set-based SQL (issue 16).
+    case batch
+    /// A fetched results controller over a large result merging another context's save (issue 17).
+    case frcMerge = "frc_merge"
 
     /// The metrics of the workload, in the order of the report.
     package var metrics: [Metric] { Metric.allCases.filter { $0.workload == self } }

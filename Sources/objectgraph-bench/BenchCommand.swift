@@ -2,9 +2,9 @@ import ArgumentParser
 import Foundation
 import ObjectGraphBenchCore
 
-/// `objectgraph-bench`: every workload of issues 6 and 13 through ObjectGraph, the raw SQLite C API and
-/// GRDB, in one process, on the same file system, with the same pragmas; a table of medians,
-/// ratios, targets and peak memory.
+/// `objectgraph-bench`: every workload of issues 6, 13, 16 and 17 through ObjectGraph, the raw SQLite
+/// C API and GRDB, in one process, on the same file system, with the same pragmas; a table of
+/// medians, ratios, targets and peak memory.
 ///
 /// ```sh
 /// swift run -c release objectgraph-bench                      # the issue's sizes
@@ -12,6 +12,7 @@ import ObjectGraphBenchCore
 /// swift run -c release objectgraph-bench --scale 0.05          # every size × 0.05
 /// swift run -c release objectgraph-bench --only predicate --runs 7 --synchronous normal
 /// swift run -c release objectgraph-bench --only fetch,fetch_typed --side objectgraph
+/// swift run -c release objectgraph-bench --only batch,frc_merge  # the batch requests and the fetched results controller
 /// valgrind --tool=callgrind .build/release/objectgraph-bench --quick --only fetch --runs 1 --side objectgraph
 /// ```
 ///
@@ -23,7 +24,7 @@ import ObjectGraphBenchCore
 struct BenchCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "objectgraph-bench",
-        abstract: "Compare ObjectGraph with the raw SQLite C API and GRDB, workload by workload (issues 6 and 13).",
+        abstract: "Compare ObjectGraph with the raw SQLite C API and GRDB, workload by workload (issues 6, 13, 16 and 17).",
         subcommands: [BenchWorker.self])
 
     @Flag(help: "Run small sizes: a smoke check that finishes in well under a minute.") var quick = false

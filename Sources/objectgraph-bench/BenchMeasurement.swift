@@ -108,6 +108,35 @@ struct BenchMeasurement {
                 target: .merge(raw: 1.5, objects: sizes.merge)) { side, _ in
                 try side.merge(rows: sizes.merge)
             }
+        case .batchInsert:
+            return BenchMeasurement(
+                metric: metric,
+                summary: "insert \(sizes.batch.grouped) items into an empty store in one batch (ObjectGraph: a BatchInsertRequest of dictionaries built untimed; raw: a prepared INSERT stepped per row, one transaction; GRDB: a cached statement, one write)",
+                target: .ratios(raw: 1.3)) { side, _ in
+                try side.batchInsert(count: sizes.batch)
+            }
+        case .batchUpdate:
+            return BenchMeasurement(
+                metric: metric,
+                summary: "set i0 of the \(BenchData.batchRange(of: sizes.batch).count.grouped) of \(sizes.batch.grouped) items whose i1 is in a range (ObjectGraph: a BatchUpdateRequest; raw: one UPDATE … WHERE; GRDB: updateAll)",
+                target: .ratios(raw: 1.3),
+                run: { side, run in try side.batchUpdate(rows: sizes.batch, run: run) },
+                verify: { side in try side.batchStoreChecksum(rows: sizes.batch) })
+        case .batchDelete:
+            return BenchMeasurement(
+                metric: metric,
+                summary: "delete the \(BenchData.batchRange(of: sizes.batch).count.grouped) of \(sizes.batch.grouped) items whose i1 is in a range, from a store seeded anew before each run (ObjectGraph: a BatchDeleteRequest; raw: one DELETE … WHERE; GRDB: deleteAll)",
+                target: .ratios(raw: 1.3)) { side, _ in
+                try side.batchDelete(rows: sizes.batch)
+            }
+        case .frcMerge:
+            let changes = BenchResultsChanges(rows: sizes.resultsObjects, changes: sizes.resultsChanges)
+            return BenchMeasurement(
+                metric: metric,
+                summary: "a FetchedResultsController over \(sizes.resultsObjects.grouped) objects in a main-queue context merges another context's save of \(changes.count.grouped) changes (\(changes.updated.count.grouped) moves, \(changes.inserted.count.grouped) inserts, \(changes.deleted.count.grouped) deletes); time: from the merge to controllerDidChangeContent (raw, GRDB: the sorted IDs queried again and diffed)",
+                target: .frame(milliseconds: 16)) { side, _ in
+                try side.resultsMerge(rows: sizes.resultsObjects, changes: changes)
+            }
         }
     }
 

@@ -54,4 +54,29 @@ protocol BenchSide: AnyObject {
     /// Something else changes `rows` items known to the reader; the reader brings them up to date.
     /// nil when the ObjectGraph feature does not exist yet.
     func merge(rows: Int) throws -> BenchSample?
+
+    /// Inserts `count` items into a new, empty store through the side's bulk path (ObjectGraph: one
+    /// `BatchInsertRequest`). Timed: that request or transaction; the rows' values are built before.
+    func batchInsert(count: Int) throws -> BenchSample
+
+    /// Sets `i0` to `BenchData.batchUpdateValue(run:)` on the rows of `BenchData.batchRange(of:)`
+    /// of the `rows`-item batch store, set-based (ObjectGraph: one `BatchUpdateRequest`). The
+    /// sample's rows are those the request says it updated; its checksum, the rows that hold the
+    /// new value, read back.
+    func batchUpdate(rows: Int, run: Int) throws -> BenchSample
+
+    /// The sum of `i0` over the batch store, read back from the file after `batch_update`'s runs.
+    func batchStoreChecksum(rows: Int) throws -> Int64
+
+    /// Deletes the rows of `BenchData.batchRange(of:)` from a new store of `rows` items (seeded
+    /// untimed before each run), set-based (ObjectGraph: one `BatchDeleteRequest`). The sample's
+    /// rows are those the request says it deleted; its checksum, the rows left, read back.
+    func batchDelete(rows: Int) throws -> BenchSample
+
+    /// ObjectGraph: a fetched results controller over the `rows` items of a new store, in a
+    /// main-queue context, merges another context's save of `changes`; timed from the merge to the
+    /// delegate's `controllerDidChangeContent`. The others: what a hand-written list does, the
+    /// sorted IDs queried again and diffed. The sample's rows are the object changes reported, its
+    /// checksum that of the results after the merge (`BenchResultsChanges.checksum`).
+    func resultsMerge(rows: Int, changes: BenchResultsChanges) throws -> BenchSample?
 }

@@ -6,7 +6,7 @@ import ObjectGraphBenchCore
 /// write them: `fetchAll`, `fetchOne(key:)`, cursors, the query interface, `insert`, `updateChanges`.
 final class GRDBSide: BenchSide {
     let variant = BenchVariant.grdb
-    private let directory: URL
+    let directory: URL
     private let synchronous: BenchSynchronous
     /// Open, seeded databases by file name.
     private var pools: [String: DatabasePool] = [:]
@@ -19,7 +19,7 @@ final class GRDBSide: BenchSide {
 
     // MARK: - Databases
 
-    private func open(_ name: String) throws -> DatabasePool {
+    func open(_ name: String) throws -> DatabasePool {
         var configuration = Configuration()
         let synchronous = self.synchronous.pragmaValue
         configuration.prepareDatabase { db in try db.execute(sql: "PRAGMA synchronous = \(synchronous)") }
@@ -37,15 +37,15 @@ final class GRDBSide: BenchSide {
         return pool
     }
 
-    private static func createItems(_ db: Database) throws {
+    static func createItems(_ db: Database) throws {
         try db.create(table: "item") { t in
             t.autoIncrementedPrimaryKey("id")
             for key in BenchData.itemKeys { t.column(key, .integer).notNull() }
         }
     }
 
-    /// A seeded database: `kind` (`items`, `update`, `merge` or `entries`) of `rows` rows.
-    private func database(_ kind: String, rows: Int) throws -> DatabasePool {
+    /// A seeded database: `kind` (`items`, `update`, `merge`, `batch` or `entries`) of `rows` rows.
+    func database(_ kind: String, rows: Int) throws -> DatabasePool {
         let name = "\(kind)-\(rows).sqlite"
         if let pool = pools[name] { return pool }
         let pool = try open(name)
@@ -96,6 +96,8 @@ final class GRDBSide: BenchSide {
         case .predicate, .readwrite: _ = try database("entries", rows: sizes.predicateRows)
         case .update: _ = try database(BenchStores.update(metric.access), rows: sizes.update)
         case .merge: _ = try database("merge", rows: sizes.merge)
+        case .batch: if metric == .batchUpdate { _ = try database("batch", rows: sizes.batch) }
+        case .frcMerge: break  // a new database for each run
         }
     }
 
@@ -119,7 +121,7 @@ final class GRDBSide: BenchSide {
         return BenchSample(seconds: seconds, rows: rows, checksum: checksum)
     }
 
-    private func readAllItems(_ pool: DatabasePool) throws -> (Int, Int64) {
+    func readAllItems(_ pool: DatabasePool) throws -> (Int, Int64) {
         let items = try pool.read { db in try GRDBItem.fetchAll(db) }
         return (items.count, items.reduce(0) { $0 &+ $1.checksum })
     }

@@ -49,8 +49,8 @@ final class ObjectGraphSide: BenchSide {
         return context
     }
 
-    /// The coordinator of a seeded store: `kind` (`items`, `update`, `update_typed`, `merge` or
-    /// `entries`) of `rows` rows, with the model of `access`.
+    /// The coordinator of a seeded store: `kind` (`items`, `update`, `update_typed`, `merge`,
+    /// `batch` or `entries`) of `rows` rows, with the model of `access`.
     func store(_ kind: String, rows: Int, access: BenchAccess = .keyValue) throws -> PersistentStoreCoordinator {
         let name = "\(kind)-\(rows)\(access == .typed ? "-typed" : "").sqlite"
         if let coordinator = coordinators[name] { return coordinator }
@@ -99,6 +99,8 @@ final class ObjectGraphSide: BenchSide {
         case .predicate, .readwrite: _ = try store("entries", rows: sizes.predicateRows)
         case .update: _ = try store(BenchStores.update(metric.access), rows: sizes.update, access: metric.access)
         case .merge: _ = try store("merge", rows: sizes.merge)
+        case .batch: if metric == .batchUpdate { _ = try store("batch", rows: sizes.batch) }
+        case .frcMerge: break  // a new store for each run
         }
     }
 
@@ -131,7 +133,7 @@ final class ObjectGraphSide: BenchSide {
     }
 
     /// Every item of a store, fully materialised, and the checksum of their ten attributes.
-    private func readAllItems(_ coordinator: PersistentStoreCoordinator) throws -> (Int, Int64) {
+    func readAllItems(_ coordinator: PersistentStoreCoordinator) throws -> (Int, Int64) {
         let context = newContext(coordinator, name: "fetch")
         return try context.performAndWait {
             let request = FetchRequest<ManagedObject>(entityName: "Item")
@@ -388,6 +390,16 @@ final class ObjectGraphSide: BenchSide {
 
     /// Changes every item in `context` and saves; the save's `didSaveObjectsNotification`.
     private func saveInBackground(_ context: ManagedObjectContext, change: (ManagedObject) -> Void) throws -> Notification {
+        try didSaveNotification(of: context, workload: "merge") {
+            let request = FetchRequest<ManagedObject>(entityName: "Item")
+            request.returnsObjectsAsFaults = false
+            for item in try context.fetch(request) { change(item) }
+            try context.save()
+        }
+    }
+
+    /// Runs `body` (which saves) on `context`'s queue; the save's `didSaveObjectsNotification`.
+    func didSaveNotification(of context: ManagedObjectContext, workload: String, _ body: () throws -> Void) throws -> Notification {
         final class Saved: @unchecked Sendable {  // written on the saving queue, read after performAndWait returns
             var notification: Notification?
         }
@@ -396,13 +408,8 @@ final class ObjectGraphSide: BenchSide {
             forName: ManagedObjectContext.didSaveObjectsNotification, object: context, queue: nil
         ) { saved.notification = $0 }
         defer { NotificationCenter.default.removeObserver(observer) }
-        try context.performAndWait {
-            let request = FetchRequest<ManagedObject>(entityName: "Item")
-            request.returnsObjectsAsFaults = false
-            for item in try context.fetch(request) { change(item) }
-            try context.save()
-        }
-        guard let notification = saved.notification else { throw BenchError("merge: the background save posted no notification") }
+        try context.performAndWait(body)
+        guard let notification = saved.notification else { throw BenchError("\(workload): the background save posted no notification") }
         return notification
     }
 

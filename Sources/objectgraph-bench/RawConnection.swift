@@ -61,6 +61,9 @@ final class RawConnection: @unchecked Sendable {  // used by one thread at a tim
     static var libraryVersion: String { String(cString: sqlite3_libversion()) }
 
     var lastErrorMessage: String { String(cString: sqlite3_errmsg(handle)) }
+
+    /// The rows the last INSERT, UPDATE or DELETE changed.
+    var changes: Int { Int(sqlite3_changes(handle)) }
 }
 
 /// A prepared statement; finalized when released.

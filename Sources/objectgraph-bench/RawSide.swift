@@ -5,8 +5,8 @@ import ObjectGraphBenchCore
 /// read into plain structs. The floor ObjectGraph is held to.
 final class RawSide: BenchSide {
     let variant = BenchVariant.raw
-    private let directory: URL
-    private let synchronous: BenchSynchronous
+    let directory: URL
+    let synchronous: BenchSynchronous
     /// Open, seeded databases by file name.
     private var connections: [String: RawConnection] = [:]
 
@@ -62,12 +62,12 @@ final class RawSide: BenchSide {
 
     // MARK: - Databases
 
-    private func open(_ name: String) throws -> RawConnection {
+    func open(_ name: String) throws -> RawConnection {
         try RawConnection(path: directory.appendingPathComponent(name).path, synchronous: synchronous)
     }
 
-    /// A seeded database: `kind` (`items`, `update`, `merge` or `entries`) of `rows` rows.
-    private func database(_ kind: String, rows: Int) throws -> RawConnection {
+    /// A seeded database: `kind` (`items`, `update`, `merge`, `batch` or `entries`) of `rows` rows.
+    func database(_ kind: String, rows: Int) throws -> RawConnection {
         let name = "\(kind)-\(rows).sqlite"
         if let connection = connections[name] { return connection }
         let connection = try open(name)
@@ -88,7 +88,7 @@ final class RawSide: BenchSide {
         return connection
     }
 
-    private static func insertItems(_ connection: RawConnection, count: Int) throws {
+    static func insertItems(_ connection: RawConnection, count: Int) throws {
         let insert = try connection.prepare(insertItem)
         for row in 0..<count {
             for k in 1...10 { insert.bind(Int32(k), Int64(row)) }
@@ -119,6 +119,8 @@ final class RawSide: BenchSide {
         case .predicate, .readwrite: _ = try database("entries", rows: sizes.predicateRows)
         case .update: _ = try database(BenchStores.update(metric.access), rows: sizes.update)
         case .merge: _ = try database("merge", rows: sizes.merge)
+        case .batch: if metric == .batchUpdate { _ = try database("batch", rows: sizes.batch) }
+        case .frcMerge: break  // a new database for each run
         }
     }
 

@@ -22,6 +22,17 @@ struct BenchReportTests {
         #expect(alone.verdict == "-")
     }
 
+    @Test("the frame target judges ObjectGraph's time to didChangeContent and its whole merge call, not the other sides")
+    func frameTarget() {
+        let target = BenchTarget.frame(milliseconds: 16)
+        #expect(row(.frcMerge, target: target, og: 0.004, raw: 0.03, grdb: 0.04).verdict == "met")
+        #expect(row(.frcMerge, target: target, og: 0.02, raw: 0.001, grdb: 0.001).verdict == "missed: 20 ms to controllerDidChangeContent, target < 16")
+        var stalled = row(.frcMerge, target: target, og: 0.01, raw: 0.01, grdb: 0.01)
+        stalled.figures[.objectGraph] = [.mergeCallSeconds: 0.05]
+        #expect(stalled.verdict == "missed: merge call 50 ms, target < 16")
+        #expect(BenchRow(metric: .frcMerge, summary: "", target: target).verdict == "-")
+    }
+
     @Test("a failed cross-check and a side that cannot run yet show in the verdict")
     func failureAndNotYet() {
         var failed = row(.merge, target: .ratios(raw: 1.5), og: 1, raw: 1, grdb: 1)

@@ -21,6 +21,17 @@ struct BenchSizesTests {
         let tiny = BenchSizes.full.scaled(by: 0.000_001)
         #expect(tiny.insert == 1 && tiny.readWriteBatches == 1 && tiny.predicateQueries == 1)
         #expect(tiny.randomReads <= tiny.fetch && tiny.singleSaves <= tiny.update)
+        #expect(tiny.batch == 1 && tiny.resultsObjects == 1 && tiny.resultsChanges == 1)
+        let few = BenchSizes.full.scaled(by: 0.001)
+        #expect(few.resultsObjects == 100 && few.resultsChanges == 1 && few.batch == 100)
         #expect(BenchSettings(synchronous: .full, runs: 1, quick: true, scale: 0.5).sizesDescription == "--quick sizes × 0.5")
+    }
+
+    @Test("the batch rows change the middle half of their rows, at least one, with a new negative value each run")
+    func batchRange() {
+        #expect(BenchData.batchRange(of: 100_000) == 25_000..<75_000)
+        #expect(BenchData.batchRange(of: 1) == 0..<1)
+        #expect(BenchData.batchRange(of: 3) == 0..<1)
+        #expect(BenchData.batchUpdateValue(run: 0) == -1 && BenchData.batchUpdateValue(run: 3) == -4)
     }
 }

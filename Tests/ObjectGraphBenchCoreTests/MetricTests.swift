@@ -20,6 +20,17 @@ struct MetricTests {
         #expect(BenchSelection(argument: "update_typed,fetch")?.metrics == [.fetch, .fetchTyped, .updateTyped])
         #expect(BenchSelection(argument: "fetch_typed, fetch_typed")?.metrics == [.fetchTyped])
         #expect(BenchSelection(argument: "cachehit")?.metrics == [.cacheHit])
+        #expect(BenchSelection(argument: "batch")?.metrics == [.batchInsert, .batchUpdate, .batchDelete])
+        #expect(BenchSelection(argument: "batch_delete,batched")?.metrics == [.batched, .batchDelete])
+        #expect(BenchSelection(argument: "frc_merge")?.metrics == [.frcMerge])
+    }
+
+    @Test("the batch requests and frc_merge are workloads of their own, after the others, through the key-value API")
+    func batchAndResultsMetrics() {
+        #expect(BenchWorkload.batch.metrics == [.batchInsert, .batchUpdate, .batchDelete])
+        #expect(BenchWorkload.frcMerge.metrics == [.frcMerge])
+        #expect(Array(Metric.allCases.suffix(4)) == [.batchInsert, .batchUpdate, .batchDelete, .frcMerge])
+        #expect([Metric.batchInsert, .batchUpdate, .batchDelete, .frcMerge].allSatisfy { $0.access == .keyValue })
     }
 
     @Test("--only refuses a name that is neither a workload nor a metric")

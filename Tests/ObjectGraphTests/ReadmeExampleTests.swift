@@ -72,4 +72,52 @@ struct ReadmeExampleTests {
         }
         #expect(printed == [["Hello"], ["Hello"]])
     }
+
+    /// The background import feeding a list, verbatim but for the store's location, `show` and
+    /// `print`. (No `shutdown()` at the end: the results stream, still referenced here, would end
+    /// after it and ask the closed view context to release its controller, which stops the process.)
+    @Test func theBackgroundImportFeedsTheViewContextsResults() async throws {
+        typealias Folder = ReadmeExample.Folder
+        typealias Note = ReadmeExample.Note
+        let directory = TemporaryDirectory()
+        let shown = Recorder<Int>()
+        @Sendable func show(_ ids: [ManagedObjectID]) { shown.append(ids.count) }
+        var printed: [Int] = []
+        func print(_ value: Int) { printed.append(value) }
+        let model = ManagedObjectModel(types: [Folder.self, Note.self])
+
+        let container = PersistentContainer(name: "Notes", managedObjectModel: model)
+        container.persistentStoreDescriptions = [PersistentStoreDescription(url: directory.file("Notes.sqlite"))]
+        try container.loadPersistentStores()
+        let view = container.viewContext                  // the main queue's context
+        view.automaticallyMergesChangesFromParent = true  // merges other contexts' saves and batch requests that ask
+
+        let ids = await view.perform { view.results(for: FetchDescriptor<Note>(sortBy: [SortDescriptor(\.rank)])) }
+        let list = Task {                                 // IDs are Sendable: the list can live on any queue
+            for await current in ids {                    // the IDs now, then after every change the view merges
+                show(current)
+                if current.count == 1_000 { return current }
+            }
+            return []
+        }
+
+        try await container.performBackgroundTask { context in
+            let rows: [[String: any Sendable]] = (0..<1_000).map { ["title": "Note \($0)", "rank": Int64($0)] }
+            let insert = BatchInsertRequest(entityName: "Note", objects: rows)   // straight to the store, no objects
+            insert.mergesChangesIntoContexts = true       // contexts that merge automatically hear of the new rows
+            try context.execute(insert)
+        }
+        print(await list.value.count)                     // 1000
+
+        #expect(printed == [1_000])
+        #expect(shown.values.last == 1_000)
+        #expect(shown.values.allSatisfy { $0 == 0 || $0 == 1_000 }, "the list saw \(shown.values)")
+        // The list's IDs are the notes', in rank order.
+        let listed = await list.value
+        let stored = try await view.perform {
+            try view.fetch(FetchDescriptor<Note>(sortBy: [SortDescriptor(\.rank)])).map { ($0.objectID, $0.rank) }
+        }
+        #expect(listed == stored.map(\.0))
+        #expect(stored.map(\.1) == (0..<1_000).map(Int64.init))
+    }
 }
