@@ -74,8 +74,8 @@ struct ReadmeExampleTests {
     }
 
     /// The background import feeding a list, verbatim but for the store's location, `show` and
-    /// `print`. (No `shutdown()` at the end: the results stream, still referenced here, would end
-    /// after it and ask the closed view context to release its controller, which stops the process.)
+    /// `print`; then the container shuts down while the results stream is still referenced, and the
+    /// stream, ending after it, releases its controller without asking the closed view context.
     @Test func theBackgroundImportFeedsTheViewContextsResults() async throws {
         typealias Folder = ReadmeExample.Folder
         typealias Note = ReadmeExample.Note
@@ -119,5 +119,7 @@ struct ReadmeExampleTests {
         }
         #expect(listed == stored.map(\.0))
         #expect(stored.map(\.1) == (0..<1_000).map(Int64.init))
+        try await container.shutdown()
+        withExtendedLifetime(ids) {}
     }
 }

@@ -67,7 +67,9 @@ extension ManagedObjectContext {
             continuation.onTermination = { [weak self] _ in
                 task.cancel()
                 // The controller is released on its context's queue.
-                self?.perform { holder.release() }
+                // After its container shut down, the context takes no work: the holder then goes
+                // away with this closure.
+                self?.enqueue { holder.release() }
             }
         } catch {
             continuation.finish()

@@ -4,7 +4,12 @@ import Foundation
 /// controller and the untyped view its delegate receives. Used on the context's queue only, except
 /// the snapshot streams' continuations, which are behind a lock.
 final class ResultsState {
-    weak var delegate: (any FetchedResultsControllerDelegate)?
+    weak var delegate: (any FetchedResultsControllerDelegate)? {
+        didSet { delegateLacksDifferences = false }
+    }
+    /// Learned at the first change told to the current delegate: it does not implement
+    /// `controller(_:didChangeContentWith:)`, so no difference is computed for it again.
+    private var delegateLacksDifferences = false
     /// The controller that owns the state (a view does not stop it when it goes away).
     var owner: ObjectIdentifier?
     private(set) var objects: [ManagedObject]?
@@ -184,7 +189,7 @@ final class ResultsState {
         let controller = view()
         let delegate = self.delegate
         let oldIDs = oldObjects.map(\.objectID)
-        if let delegate, section == nil {
+        if let delegate, section == nil, !delegateLacksDifferences {
             // Core Data sends only the difference to a delegate that implements it; the default
             // implementation clears `delegateTakesDifferences`, and then the other calls follow.
             objects = next
@@ -195,6 +200,7 @@ final class ResultsState {
                 publish()
                 return
             }
+            delegateLacksDifferences = true
             objects = oldObjects
             sections = oldSections
         }

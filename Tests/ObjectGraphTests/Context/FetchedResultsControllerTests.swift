@@ -217,6 +217,13 @@ struct FetchedResultsControllerTests {
         context.processPendingChanges()
         #expect(lines.lines == ["will", "move b 0.3>0.0", "did"])
         #expect(differences.differences.count == 1)
+
+        // A new delegate is asked again: the difference reaches it, and the old one hears nothing.
+        controller.delegate = differences
+        b.setValue(Int64(20), forKey: "rank")
+        context.processPendingChanges()
+        #expect(differences.differences.count == 2)
+        #expect(lines.lines.count == 3)
     }
 
     @Test func aContextsResultsStreamFollowsItsChanges() async throws {
