@@ -6,7 +6,8 @@ import Testing
 
 /// Everything a compiled model says about a model, one line per entity and property, for comparing
 /// a model with the one read back from its archive. A renaming identifier that is the element's own
-/// name is no renaming (Core Data archives the name when there is none).
+/// name is no renaming (Core Data archives the name when there is none), and a to-one's maximum
+/// count is 1 however it was declared.
 func compiledModelSummary(_ model: ManagedObjectModel) -> [String] {
     var lines: [String] = []
     lines.append("versions \(model.versionIdentifiers.subtracting([""]).sorted())")
@@ -41,7 +42,7 @@ func compiledModelSummary(_ model: ManagedObjectModel) -> [String] {
                 line += """
                      relationship → \(relationship.destinationEntityName) inverse \(relationship.inverseName ?? "-") \
                     toMany \(relationship.isToMany) ordered \(relationship.isOrdered) rule \(relationship.deleteRule) \
-                    count \(relationship.minCount)...\(relationship.maxCount)
+                    count \(relationship.minCount)...\(relationship.isToMany ? relationship.maxCount : 1)
                     """
             }
             lines.append(line)

@@ -137,11 +137,16 @@ final class SQLiteStore: StoreBackend {
     }
 
     /// Creates Core Data's tables for `schema` in an empty database: `Z_PRIMARYKEY` (every entity,
-    /// `Z_MAX` 0), `Z_METADATA` (one row, the metadata as a binary property list), the entity and
-    /// join tables and their indexes. Returns the metadata.
+    /// `Z_MAX` 0), `Z_METADATA` (one row, the metadata as a binary property list), `Z_MODELCACHE`
+    /// (one row, the compiled model as Core Data caches it), the entity and join tables and their
+    /// indexes. Returns the metadata.
     private static func create(in db: Database, schema: SQLiteSchema) throws -> [String: any Sendable] {
         try db.execute(sql: "CREATE TABLE \(SQLiteSchema.primaryKeyTable) (Z_ENT INTEGER PRIMARY KEY, Z_NAME VARCHAR, Z_SUPER INTEGER, Z_MAX INTEGER)")
         try db.execute(sql: "CREATE TABLE \(SQLiteSchema.metadataTable) (Z_VERSION INTEGER PRIMARY KEY, Z_UUID VARCHAR(255), Z_PLIST BLOB)")
+        try db.execute(sql: "CREATE TABLE \(SQLiteSchema.modelCacheTable) (Z_CONTENT BLOB)")
+        try db.execute(
+            sql: "INSERT INTO \(SQLiteSchema.modelCacheTable) (Z_CONTENT) VALUES (?)",
+            arguments: [try CompiledModelWriter.modelCacheContent(schema.model)])
         for statement in schema.createStatements() + schema.userIndexStatements() { try db.execute(sql: statement) }
         for (number, name, superentity) in schema.primaryKeyRows() {
             try db.execute(
