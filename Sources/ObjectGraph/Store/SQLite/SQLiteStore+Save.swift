@@ -105,6 +105,12 @@ extension SQLiteStore {
             }
         }
 
+        // 3b. Unique values updated objects give up, cleared first: the UNIQUE indexes check each
+        //     statement, so two objects that exchange values, or an insert that takes a value an
+        //     update gives up, would otherwise collide halfway through the save. NULLs never collide;
+        //     step 5 writes the new values, and step 8 checks the result.
+        try releaseUniqueValues(request, db: db)
+
         // 4. Inserts.
         for object in request.inserted {
             let id = resolve(object.id)
@@ -254,6 +260,27 @@ extension SQLiteStore {
             if let updated { single.updated = [updated] }
             try checkUniqueness(single, resolve: resolve, store: store, db: db)
             throw error
+        }
+    }
+
+    /// Sets to NULL the constrained columns that updated objects change, when more than one object
+    /// of the save has values for a uniqueness constraint (a lone object cannot collide with itself).
+    private func releaseUniqueValues(_ request: StoreSaveRequest, db: Database) throws {
+        func touched(_ object: SavedObject) -> [AttributeDescription] {
+            RelationalLayout.uniquenessConstraints(of: object.entity).flatMap(\.2).filter { attribute in
+                !attribute.isTransient && (object.changedIndices.isEmpty || object.changedIndices.contains(attribute.index))
+            }
+        }
+        let updates = request.updated.map { ($0, touched($0)) }.filter { !$0.1.isEmpty }
+        let inserts = request.inserted.filter { !RelationalLayout.uniquenessConstraints(of: $0.entity).isEmpty }
+        guard !updates.isEmpty, updates.count + inserts.count > 1 else { return }
+        for (object, attributes) in updates {
+            guard let pk = object.id.primaryKey else { continue }
+            let columns = Set(attributes.map { schema.columnName(for: $0) }).sorted()
+            count()
+            try db.cachedStatement(sql: """
+                UPDATE \(SQLiteSchema.quote(schema.tableName(for: object.entity))) SET \(columns.map { "\(SQLiteSchema.quote($0)) = NULL" }.joined(separator: ", ")) WHERE Z_PK = ?
+                """).execute(arguments: [pk])
         }
     }
 
