@@ -70,7 +70,7 @@ extension SQLiteStore {
         for (name, value) in values {
             guard let attribute = entity.attributesByName[name] else { continue }
             assignments.append("\(SQLiteSchema.quote(schema.columnName(for: attribute))) = ?")
-            assigned.append(value)
+            assigned.append(try stored(value, for: attribute))
         }
         assignments.append("\(SQLiteSchema.versionColumn) = \(SQLiteSchema.versionColumn) + 1")
         count()

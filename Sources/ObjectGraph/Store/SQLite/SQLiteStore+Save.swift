@@ -126,7 +126,7 @@ extension SQLiteStore {
             for property in layout.insertProperties {
                 let value = resolve(values[property.index])
                 values[property.index] = value
-                try bind(value, to: sqlite, at: parameter, db)
+                try bind(try stored(value, for: property), to: sqlite, at: parameter, db)
                 parameter += 1
                 if let relationship = property as? RelationshipDescription, schema.entityColumnName(forToOne: relationship) != nil {
                     if case .objectID(let destination) = value { _ = Value.int(Int64(schema.entityNumber(for: destination.entity))).bind(to: sqlite, at: parameter) }
@@ -153,7 +153,7 @@ extension SQLiteStore {
                 let value = resolve(values[index])
                 values[index] = value
                 assignments.append("\(SQLiteSchema.quote(schema.columnName(for: property))) = ?")
-                arguments.append(value)
+                arguments.append(try stored(value, for: property))
                 if let relationship = property as? RelationshipDescription, let entityColumn = schema.entityColumnName(forToOne: relationship) {
                     assignments.append("\(SQLiteSchema.quote(entityColumn)) = ?")
                     if case .objectID(let destination) = value { arguments.append(.int(Int64(schema.entityNumber(for: destination.entity)))) } else { arguments.append(.null) }
@@ -233,6 +233,14 @@ extension SQLiteStore {
         // 8. Uniqueness constraints, checked once everything is written.
         try checkUniqueness(request, resolve: resolve, store: store, db: db)
         return result
+    }
+
+    /// The value as the column holds it: an attribute that allows external storage keeps Core
+    /// Data's marker before its value, or a reference to the file its value is written to.
+    @inline(__always)
+    func stored(_ value: Value, for property: PropertyDescription) throws -> Value {
+        guard let attribute = property as? AttributeDescription, attribute.usesExternalStorage else { return value }
+        return try externalData.encode(value, attribute: attribute)
     }
 
     /// Binds a value, or throws when SQLite refuses it (too big): a parameter that failed to bind
@@ -343,7 +351,7 @@ extension SQLiteStore {
             let statement = try db.cachedStatement(sql: "SELECT \(layout.selectList) FROM \(SQLiteSchema.quote(layout.table)) AS t0 WHERE t0.Z_PK = ?")
             statement.setUncheckedArguments([pk])
             let cursor = try Row.fetchCursor(statement)
-            if try cursor.next() != nil, let storeRow = layout.read(statement.sqliteStatement, store: store, model: model) {
+            if try cursor.next() != nil, let storeRow = try layout.read(statement.sqliteStatement, store: store, model: model) {
                 result[id] = storeRow.snapshot
             }
         }

@@ -17,6 +17,8 @@ final class SQLiteStore: StoreBackend {
     let model: ManagedObjectModel
     let pool: DatabasePool
     let layouts: [Int: SQLiteTableLayout]  // by root entity code
+    /// Where values of attributes that allow external storage are kept when they are large.
+    let externalData: SQLiteExternalData
     private let statements = Atomic<Int>(0)
 
     var statementCount: Int { statements.load(ordering: .relaxed) }
@@ -30,6 +32,7 @@ final class SQLiteStore: StoreBackend {
         }
         self.url = url
         self.model = model
+        self.externalData = SQLiteExternalData(storeURL: url)
         let path = url.path
         // Everything that can refuse the file reads it first, through a connection that cannot write.
         try Self.checkHeader(of: url)
@@ -98,7 +101,7 @@ final class SQLiteStore: StoreBackend {
         }
         var layouts: [Int: SQLiteTableLayout] = [:]
         for root in model.entitiesByCode where root.superentity == nil {
-            layouts[root.entityCode] = SQLiteTableLayout(root: root, schema: schema)
+            layouts[root.entityCode] = SQLiteTableLayout(root: root, schema: schema, externalData: externalData)
         }
         self.layouts = layouts
         let schema = self.schema
