@@ -13,7 +13,9 @@ struct ExternalStorageTests {
         let photo = AttributeDescription(name: "photo", attributeType: .binaryData)
         photo.allowsExternalBinaryDataStorage = true
         return ManagedObjectModel(entities: [
-            EntityDescription(name: "Picture", properties: [.attribute("title", .string), photo, .attribute("thumbnail", .binaryData)]),
+            EntityDescription(
+                name: "Picture", properties: [.attribute("title", .string), photo, .attribute("thumbnail", .binaryData)],
+                uniquenessConstraints: [["title"]]),
         ])
     }
 
@@ -64,6 +66,26 @@ struct ExternalStorageTests {
         let (_, fresh) = try Self.context(url)
         #expect(try fresh.all("Picture", sortedBy: "title").map { $0.value(forKey: "photo") as? Data } == [larger, large])
         #expect(try Self.raw(url, "ZPHOTO", title: "large") != reference)
+        // The file the old value was in is gone; the new one is the only file left.
+        let folder = directory.url.appendingPathComponent(".Photos_SUPPORT/_EXTERNAL_DATA")
+        #expect(!FileManager.default.fileExists(atPath: file.path))
+        func referenced() throws -> Set<String> {
+            Set(try ["large", "small"].compactMap { try Self.raw(url, "ZPHOTO", title: $0) }.compactMap { reference in
+                reference.first == 2 ? String(data: reference.dropFirst().dropLast(), encoding: .utf8) : nil
+            })
+        }
+        func files() throws -> Set<String> { Set(try FileManager.default.contentsOfDirectory(atPath: folder.path)) }
+        #expect(try referenced().count == 2)
+        #expect(try files() == referenced())
+
+        // A save that fails leaves no file behind; a delete removes the row's file once it commits.
+        let failing = try Self.context(url).1
+        _ = failing.insert("Picture", ["title": "large", "photo": larger])
+        #expect(throws: ObjectGraphError.self) { try failing.save() }
+        #expect(try files() == referenced())
+        for picture in try fresh.all("Picture") { fresh.delete(picture) }
+        try fresh.save()
+        #expect(try files() == [])
     }
 
     @Test("a store as Core Data wrote it reads both encodings; a missing file is an error naming it")

@@ -82,6 +82,20 @@ struct SQLiteExternalData: Sendable {
         return .data(stored)
     }
 
+    /// The file a stored column value refers to, if it is a reference.
+    static func fileName(inStored value: Value) -> String? {
+        guard case .data(let bytes) = value, bytes.first == fileMarker else { return nil }
+        let name = bytes.dropFirst().prefix { $0 != 0 }
+        return name.isEmpty ? nil : String(bytes: name, encoding: .utf8)
+    }
+
+    /// Removes files a save wrote, when the save did not commit.
+    func remove(_ names: [String]) {
+        for name in names where !name.contains("/") {
+            try? FileManager.default.removeItem(at: directory.appendingPathComponent(name))
+        }
+    }
+
     private static func describe(_ attribute: AttributeDescription) -> String {
         "'\(attribute.entity?.name ?? "?").\(attribute.name)'"
     }
@@ -90,4 +104,12 @@ struct SQLiteExternalData: Sendable {
 extension AttributeDescription {
     /// Whether the SQLite store keeps the attribute's values as Core Data's external storage does.
     var usesExternalStorage: Bool { allowsExternalBinaryDataStorage && attributeType == .binaryData && !isTransient }
+}
+
+/// The external files one save wrote, and those it stopped referring to (the values of rows it
+/// deleted or changed): the first are removed if the save does not commit, the second once it has
+/// committed and no row refers to them any more. Used by one save, on its writer.
+final class ExternalFileChanges {
+    var written: [String] = []
+    var released: [(table: String, column: String, reference: Data)] = []
 }

@@ -29,10 +29,47 @@ extension SQLiteStore {
     }
 
     func save(_ request: StoreSaveRequest, store: PersistentStore) throws -> StoreSaveResult {
-        try write("saving") { db in try self.apply(request, store: store, db: db) }
+        let files = ExternalFileChanges()
+        let result: StoreSaveResult
+        do {
+            result = try write("saving") { db in try self.apply(request, store: store, db: db, files: files) }
+        } catch {
+            externalData.remove(files.written)
+            throw error
+        }
+        removeReleasedExternalFiles(files)
+        return result
     }
 
-    func apply(_ request: StoreSaveRequest, store: PersistentStore, db: Database) throws -> StoreSaveResult {
+    /// Removes the external files a committed save stopped referring to, unless a row still does
+    /// (a batch update gives several rows one file). Best effort: a file left behind is only space.
+    private func removeReleasedExternalFiles(_ files: ExternalFileChanges) {
+        guard !files.released.isEmpty else { return }
+        let unreferenced = (try? pool.read { db in
+            try files.released.filter { released in
+                try Int.fetchOne(db, sql: """
+                    SELECT 1 FROM \(SQLiteSchema.quote(released.table)) WHERE \(SQLiteSchema.quote(released.column)) = ? LIMIT 1
+                    """, arguments: [released.reference]) == nil
+            }
+        }) ?? []
+        externalData.remove(unreferenced.compactMap { SQLiteExternalData.fileName(inStored: .data($0.reference)) })
+    }
+
+    /// Records the external files the row `pk` of `table` refers to in `attributes`' columns, before
+    /// the save deletes the row or changes those columns.
+    private func releaseExternalFiles(of attributes: [AttributeDescription], table: String, pk: Int64, files: ExternalFileChanges?, db: Database) throws {
+        guard let files, !attributes.isEmpty else { return }
+        for attribute in attributes {
+            let column = schema.columnName(for: attribute)
+            count()
+            if let reference = try Data.fetchOne(db, sql: "SELECT \(SQLiteSchema.quote(column)) FROM \(SQLiteSchema.quote(table)) WHERE Z_PK = ?", arguments: [pk]),
+               SQLiteExternalData.fileName(inStored: .data(reference)) != nil {
+                files.released.append((table, column, reference))
+            }
+        }
+    }
+
+    func apply(_ request: StoreSaveRequest, store: PersistentStore, db: Database, files: ExternalFileChanges? = nil) throws -> StoreSaveResult {
         var result = StoreSaveResult()
         // Keys in the order objects were created, so rows are appended to the table's B-tree.
         var request = request
@@ -89,6 +126,7 @@ extension SQLiteStore {
         // 3. Deletes, with their join-table rows.
         for object in request.deleted {
             guard let pk = object.id.primaryKey, let layout = layouts[object.entity.rootEntity.entityCode] else { continue }
+            try releaseExternalFiles(of: object.entity.attributes.filter(\.usesExternalStorage), table: layout.table, pk: pk, files: files, db: db)
             count()
             try db.cachedStatement(sql: "DELETE FROM \(SQLiteSchema.quote(layout.table)) WHERE Z_PK = ?").execute(arguments: [pk])
             for relationship in object.entity.relationships where relationship.usesJoinTable {
@@ -126,7 +164,7 @@ extension SQLiteStore {
             for property in layout.insertProperties {
                 let value = resolve(values[property.index])
                 values[property.index] = value
-                try bind(try stored(value, for: property), to: sqlite, at: parameter, db)
+                try bind(try stored(value, for: property, files: files), to: sqlite, at: parameter, db)
                 parameter += 1
                 if let relationship = property as? RelationshipDescription, schema.entityColumnName(forToOne: relationship) != nil {
                     if case .objectID(let destination) = value { _ = Value.int(Int64(schema.entityNumber(for: destination.entity))).bind(to: sqlite, at: parameter) }
@@ -146,6 +184,10 @@ extension SQLiteStore {
             var assignments: [String] = []
             var arguments: [Value] = []
             var values = object.values
+            let changedExternal = object.entity.attributes.filter {
+                $0.usesExternalStorage && (object.changedIndices.isEmpty || object.changedIndices.contains($0.index))
+            }
+            try releaseExternalFiles(of: changedExternal, table: layout.table, pk: pk, files: files, db: db)
             for index in object.changedIndices {
                 let property = object.entity.properties[index]
                 if let attribute = property as? AttributeDescription, attribute.isTransient { continue }
@@ -153,7 +195,7 @@ extension SQLiteStore {
                 let value = resolve(values[index])
                 values[index] = value
                 assignments.append("\(SQLiteSchema.quote(schema.columnName(for: property))) = ?")
-                arguments.append(try stored(value, for: property))
+                arguments.append(try stored(value, for: property, files: files))
                 if let relationship = property as? RelationshipDescription, let entityColumn = schema.entityColumnName(forToOne: relationship) {
                     assignments.append("\(SQLiteSchema.quote(entityColumn)) = ?")
                     if case .objectID(let destination) = value { arguments.append(.int(Int64(schema.entityNumber(for: destination.entity)))) } else { arguments.append(.null) }
@@ -238,9 +280,11 @@ extension SQLiteStore {
     /// The value as the column holds it: an attribute that allows external storage keeps Core
     /// Data's marker before its value, or a reference to the file its value is written to.
     @inline(__always)
-    func stored(_ value: Value, for property: PropertyDescription) throws -> Value {
+    func stored(_ value: Value, for property: PropertyDescription, files: ExternalFileChanges? = nil) throws -> Value {
         guard let attribute = property as? AttributeDescription, attribute.usesExternalStorage else { return value }
-        return try externalData.encode(value, attribute: attribute)
+        let stored = try externalData.encode(value, attribute: attribute)
+        if let files, let name = SQLiteExternalData.fileName(inStored: stored) { files.written.append(name) }
+        return stored
     }
 
     /// Binds a value, or throws when SQLite refuses it (too big): a parameter that failed to bind
