@@ -126,7 +126,9 @@ extension SQLiteStore {
         // 3. Deletes, with their join-table rows.
         for object in request.deleted {
             guard let pk = object.id.primaryKey, let layout = layouts[object.entity.rootEntity.entityCode] else { continue }
-            try releaseExternalFiles(of: object.entity.attributes.filter(\.usesExternalStorage), table: layout.table, pk: pk, files: files, db: db)
+            if usesExternalStorage {
+                try releaseExternalFiles(of: object.entity.attributes.filter(\.usesExternalStorage), table: layout.table, pk: pk, files: files, db: db)
+            }
             count()
             try db.cachedStatement(sql: "DELETE FROM \(SQLiteSchema.quote(layout.table)) WHERE Z_PK = ?").execute(arguments: [pk])
             for relationship in object.entity.relationships where relationship.usesJoinTable {
@@ -184,10 +186,12 @@ extension SQLiteStore {
             var assignments: [String] = []
             var arguments: [Value] = []
             var values = object.values
-            let changedExternal = object.entity.attributes.filter {
-                $0.usesExternalStorage && (object.changedIndices.isEmpty || object.changedIndices.contains($0.index))
+            if usesExternalStorage {
+                let changedExternal = object.entity.attributes.filter {
+                    $0.usesExternalStorage && (object.changedIndices.isEmpty || object.changedIndices.contains($0.index))
+                }
+                try releaseExternalFiles(of: changedExternal, table: layout.table, pk: pk, files: files, db: db)
             }
-            try releaseExternalFiles(of: changedExternal, table: layout.table, pk: pk, files: files, db: db)
             for index in object.changedIndices {
                 let property = object.entity.properties[index]
                 if let attribute = property as? AttributeDescription, attribute.isTransient { continue }
@@ -281,7 +285,7 @@ extension SQLiteStore {
     /// Data's marker before its value, or a reference to the file its value is written to.
     @inline(__always)
     func stored(_ value: Value, for property: PropertyDescription, files: ExternalFileChanges? = nil) throws -> Value {
-        guard let attribute = property as? AttributeDescription, attribute.usesExternalStorage else { return value }
+        guard usesExternalStorage, let attribute = property as? AttributeDescription, attribute.usesExternalStorage else { return value }
         let stored = try externalData.encode(value, attribute: attribute)
         if let files, let name = SQLiteExternalData.fileName(inStored: stored) { files.written.append(name) }
         return stored
@@ -318,14 +322,25 @@ extension SQLiteStore {
     /// Sets to NULL the constrained columns that updated objects change, when more than one object
     /// of the save has values for a uniqueness constraint (a lone object cannot collide with itself).
     private func releaseUniqueValues(_ request: StoreSaveRequest, db: Database) throws {
+        func constrained(_ entity: EntityDescription) -> Bool {
+            var current: EntityDescription? = entity
+            while let e = current {
+                if !e.uniquenessConstraints.isEmpty { return true }
+                current = e.superentity
+            }
+            return false
+        }
+        // Most saves touch no constraint: decided without building anything.
+        guard request.updated.contains(where: { constrained($0.entity) }),
+              request.updated.count + request.inserted.count > 1 else { return }
         func touched(_ object: SavedObject) -> [AttributeDescription] {
             RelationalLayout.uniquenessConstraints(of: object.entity).flatMap(\.2).filter { attribute in
                 !attribute.isTransient && (object.changedIndices.isEmpty || object.changedIndices.contains(attribute.index))
             }
         }
-        let updates = request.updated.map { ($0, touched($0)) }.filter { !$0.1.isEmpty }
-        let inserts = request.inserted.filter { !RelationalLayout.uniquenessConstraints(of: $0.entity).isEmpty }
-        guard !updates.isEmpty, updates.count + inserts.count > 1 else { return }
+        let updates = request.updated.filter { constrained($0.entity) }.map { ($0, touched($0)) }.filter { !$0.1.isEmpty }
+        let inserts = request.inserted.count(where: { constrained($0.entity) })
+        guard !updates.isEmpty, updates.count + inserts > 1 else { return }
         for (object, attributes) in updates {
             guard let pk = object.id.primaryKey else { continue }
             let columns = Set(attributes.map { schema.columnName(for: $0) }).sorted()

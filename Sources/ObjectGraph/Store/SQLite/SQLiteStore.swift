@@ -19,6 +19,8 @@ final class SQLiteStore: StoreBackend {
     let layouts: [Int: SQLiteTableLayout]  // by root entity code
     /// Where values of attributes that allow external storage are kept when they are large.
     let externalData: SQLiteExternalData
+    /// Whether any attribute of the model uses external storage (the save path skips it otherwise).
+    let usesExternalStorage: Bool
     private let statements = Atomic<Int>(0)
 
     var statementCount: Int { statements.load(ordering: .relaxed) }
@@ -33,6 +35,7 @@ final class SQLiteStore: StoreBackend {
         self.url = url
         self.model = model
         self.externalData = SQLiteExternalData(storeURL: url)
+        self.usesExternalStorage = model.entities.contains { $0.attributes.contains(where: \.usesExternalStorage) }
         let path = url.path
         // Everything that can refuse the file reads it first, through a connection that cannot write.
         try Self.checkHeader(of: url)
