@@ -100,6 +100,26 @@ struct UniquenessIndexTests {
         #expect(Set(users.compactMap { $0.value(forKey: "name") as? String }) == ["Alice Again", "Bob"])
     }
 
+    @Test("a sub-entity's constraint on an inherited attribute binds its own rows only")
+    func subEntityConstraintOnAnInheritedAttribute() throws {
+        let directory = TemporaryDirectory()
+        let model = ManagedObjectModel(entities: [
+            EntityDescription(name: "Item", properties: [.attribute("code", .string)]),
+            EntityDescription(name: "Tool", superentity: "Item", properties: [.attribute("weight", .double)], uniquenessConstraints: [["code"]]),
+        ])
+        let coordinator = PersistentStoreCoordinator(managedObjectModel: model)
+        try coordinator.addPersistentStore(type: .sqlite, at: directory.file("items.sqlite"))
+        let context = ManagedObjectContext(concurrencyType: .confinement)
+        context.persistentStoreCoordinator = coordinator
+        _ = context.insert("Item", ["code": "x"])
+        _ = context.insert("Item", ["code": "x"])
+        _ = context.insert("Tool", ["code": "x"])
+        try context.save()
+        _ = context.insert("Tool", ["code": "x"])
+        let error = try #require(throws: ObjectGraphError.self) { try context.save() }
+        #expect(error.code == .constraintConflict)
+    }
+
     @Test("two objects that exchange their values in one save keep them exchanged; an insert may take the value an update gives up")
     func aSwapInOneSave() throws {
         let (directory, _, coordinator) = try stack()

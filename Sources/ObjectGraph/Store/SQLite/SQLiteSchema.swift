@@ -287,7 +287,8 @@ struct SQLiteSchema: Sendable {
     }
 
     /// Core Data's UNIQUE index for each uniqueness constraint of the entities stored in `root`'s
-    /// table: `Z_<Entity>_UNIQUE_<attribute>[_<attribute>...]`, columns in binary collation. The
+    /// table: `Z_<Entity>_UNIQUE_<attribute>[_<attribute>...]`, columns in binary collation (a
+    /// partial index, over the entity's rows, for a sub-entity's constraint on inherited attributes). The
     /// save path checks constraints first, to report a conflict with the object that holds the
     /// values; an insert or update the index refuses is reported the same way.
     func uniquenessIndexStatements(root: EntityDescription) -> [String] {
@@ -299,7 +300,11 @@ struct SQLiteSchema: Sendable {
                 guard !attributes.isEmpty else { continue }
                 let name = "Z_\(entity.name)_UNIQUE_" + attributes.map(\.name).joined(separator: "_")
                 let list = attributes.map { "\(Self.quote(columnName(for: $0))) COLLATE BINARY ASC" }
-                statements.append("CREATE UNIQUE INDEX \(Self.quote(name)) ON \(Self.quote(table)) (\(list.joined(separator: ", ")))")
+                // A sub-entity's constraint on an attribute it inherits must not bind the other rows
+                // of the table, which hold that column too: the index covers its own rows only.
+                let inherited = entity.superentity != nil && attributes.contains { $0.entity !== entity }
+                let rows = inherited ? " WHERE Z_ENT IN (\(entity.selfAndDescendants.map { String(entityNumber(for: $0)) }.joined(separator: ",")))" : ""
+                statements.append("CREATE UNIQUE INDEX \(Self.quote(name)) ON \(Self.quote(table)) (\(list.joined(separator: ", ")))\(rows)")
             }
         }
         return statements
