@@ -53,10 +53,10 @@ public final class PersistentStore: Sendable, CustomStringConvertible {
     /// The durability of saves.
     public let durability: StoreDurability
     /// The store's metadata (Core Data's `[String: Any]`): its identifier (`"NSStoreUUID"`, a `String`),
-    /// its type (`"NSStoreType"`, a `String`) and the version hash of the model that wrote it. An
-    /// SQLite store's is its `Z_METADATA` property list, as Core Data reads it: also
-    /// `"NSStoreModelVersionHashes"` (`[String: Data]`), `"NSStoreModelVersionIdentifiers"`,
-    /// `"NSPersistenceFrameworkVersion"` and the others Core Data wrote.
+    /// its type (`"NSStoreType"`, a `String`), the version hash of each entity of the model that
+    /// wrote it (`"NSStoreModelVersionHashes"`, `[String: Data]`) and ObjectGraph's hash of that
+    /// model. An SQLite store's is its `Z_METADATA` property list, as Core Data reads it: also
+    /// `"NSStoreModelVersionIdentifiers"`, `"NSPersistenceFrameworkVersion"` and the others Core Data wrote.
     public let metadata: [String: any Sendable]
     /// A hash of ``identifier``, computed once: object IDs hash by it.
     let identifierHash: Int

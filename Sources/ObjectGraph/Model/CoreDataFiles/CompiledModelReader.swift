@@ -123,6 +123,10 @@ enum CompiledModelReader {
                         contents.report(.fetchIndexElement, name, propertyName, "index '\(indexName)': type \(type), ascending \(ascending)")
                     }
                 }
+                // momc and Core Data add a fetch index named after each indexed attribute: that is the
+                // attribute's `isIndexed`, not an index of the entity's own.
+                let indexedAttributes = properties.compactMap { $0 as? AttributeDescription }.filter(\.isIndexed).map(\.name)
+                if names.count == 1, names[0] == indexName, indexedAttributes.contains(indexName) { continue }
                 if !names.isEmpty { indexes.append(names) }
             }
             let entity = EntityDescription(

@@ -9,6 +9,11 @@ enum AtomicFormat: Sendable {
 /// An atomic store (`.binary`, `.xml`): an in-memory store whose whole content is written to a
 /// property-list file after every save (to a temporary file, then renamed over the old one, so
 /// the file is always either the old content or the new), and read back when the store is added.
+///
+/// The file records the model that wrote it, as an SQLite store does: its entities' version hashes
+/// (`versionHashes`, the store's `NSStoreModelVersionHashes`) and the compiled model, as Core Data
+/// caches it in `Z_MODELCACHE` (`modelCache`). Files written before either was recorded stay
+/// readable; the next save adds them.
 final class AtomicStore: StoreBackend {
     private let memory: InMemoryStore
     /// The file's rows, bound to the store (object IDs need it) on first use.
@@ -16,6 +21,9 @@ final class AtomicStore: StoreBackend {
     private let url: URL
     private let format: AtomicFormat
     private let model: ManagedObjectModel
+    /// The model's version hashes and compiled model, written into every version of the file.
+    private let versionHashes: [String: Data]
+    private let modelCache: Data
     /// For tests: the errno every write of the file fails with, or nil.
     private let injectedWriteErrno = Protected<CInt?>(nil)
 
@@ -33,6 +41,10 @@ final class AtomicStore: StoreBackend {
         self.url = url
         self.format = format
         self.model = model
+        versionHashes = model.entityVersionHashesByName
+        do { modelCache = try CompiledModelWriter.modelCacheContent(model) } catch {
+            throw ObjectGraphError(.invalidModel, "Cannot record the model in the \(type) store at \(url.path): \(error)", url: url)
+        }
         if FileManager.default.fileExists(atPath: url.path) {
             let data: Data
             do { data = try Data(contentsOf: url) } catch {
@@ -130,6 +142,9 @@ final class AtomicStore: StoreBackend {
     }
 
     private func write(_ file: AtomicFile) throws {
+        var file = file
+        file.versionHashes = versionHashes
+        file.modelCache = modelCache
         let type: StoreType = format == .xml ? .xml : .binary
         let encoder = PropertyListEncoder()
         encoder.outputFormat = format == .xml ? .xml : .binary
@@ -161,6 +176,12 @@ extension InMemoryStore {
 struct AtomicFile: Codable {
     var identifier: String
     var modelHash: String
+    /// The version hash of each entity of the model that wrote the file (nil in files written
+    /// before ObjectGraph recorded them).
+    var versionHashes: [String: Data]?
+    /// The compiled model that wrote the file, as Core Data caches it in `Z_MODELCACHE`: a raw
+    /// DEFLATE stream of the keyed archive (nil in files written before ObjectGraph recorded it).
+    var modelCache: Data?
     var maxKeys: [Int64]
     var rows: [Row]
     var joins: [Join]

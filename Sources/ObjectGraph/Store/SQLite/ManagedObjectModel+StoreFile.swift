@@ -20,14 +20,46 @@ extension ManagedObjectModel {
     ///
     /// - Throws: ``ObjectGraphError/io`` when the file cannot be read, ``ObjectGraphError/notADatabase``
     ///   when it is not an SQLite database, and ``ObjectGraphError/invalidModel`` when the store
-    ///   holds no cached model (stores written before iOS 9, and stores ObjectGraph wrote), or one
+    ///   holds no cached model (stores Core Data wrote before iOS 9), or one
     ///   that is damaged or does not match the store's version hashes.
     public convenience init(contentsOfStoreAt url: URL) throws {
+        let cache = try SQLiteStore.modelCache(at: url)
+        guard let blob = cache.content else {
+            throw CoreDataModelFile.invalid(url, "the store holds no model (no Z_MODELCACHE: Core Data caches its model in stores it writes since iOS 9)")
+        }
+        try self.init(compiledModelData: Self.inflateModelCache(blob, of: url), source: url)
+        try checkModelCache(against: cache.metadata, of: url)
+    }
+
+    /// The compiled model in a `Z_MODELCACHE.Z_CONTENT` blob (a raw DEFLATE stream).
+    static func inflateModelCache(_ blob: Data, of url: URL) throws -> Data {
+        do { return try Inflate.decompress(blob) } catch {
+            throw CoreDataModelFile.invalid(url, "the model cached in Z_MODELCACHE is not a valid DEFLATE stream")
+        }
+    }
+
+    /// Throws unless the model's version hashes are those the store's `Z_METADATA` records.
+    func checkModelCache(against metadataPlist: Data?, of url: URL) throws {
+        if let metadataPlist, let metadata = SQLiteStoreMetadata.decode(metadataPlist),
+           let hashes = SQLiteStoreMetadata.versionHashes(in: metadata),
+           let reason = SQLiteStoreMetadata.incompatibility(of: hashes, with: self) {
+            throw CoreDataModelFile.invalid(url, "the model cached in Z_MODELCACHE does not match the store's version hashes (\(reason))")
+        }
+    }
+}
+
+extension SQLiteStore {
+    /// What a store file holds about its model: `Z_MODELCACHE.Z_CONTENT` and `Z_METADATA.Z_PLIST`,
+    /// each nil when the file has none. The file is read through a read-only connection.
+    ///
+    /// - Throws: ``ObjectGraphError/io`` when there is no file, ``ObjectGraphError/notADatabase``
+    ///   when it is not an SQLite database.
+    static func modelCache(at url: URL) throws -> (content: Data?, metadata: Data?) {
         guard FileManager.default.fileExists(atPath: url.path) else {
             throw ObjectGraphError(.io, "Cannot load the model of the store at '\(url.path)': there is no such file", url: url)
         }
-        try SQLiteStore.checkHeader(of: url)
-        let (blob, plist) = try SQLiteStore.withReadOnlyConnection(to: url) { rows -> (Data?, Data?) in
+        try checkHeader(of: url)
+        return try withReadOnlyConnection(to: url) { rows -> (Data?, Data?) in
             let tables = try rows("SELECT name FROM sqlite_master WHERE type = 'table'").compactMap { row -> String? in
                 if case .string(let name) = row[0] { name } else { nil }
             }
@@ -39,18 +71,6 @@ extension ManagedObjectModel {
                 plist = data
             }
             return (blob, plist)
-        }
-        guard let blob else {
-            throw CoreDataModelFile.invalid(url, "the store holds no model (no Z_MODELCACHE: Core Data caches its model in stores it writes since iOS 9)")
-        }
-        let data: Data
-        do { data = try Inflate.decompress(blob) } catch {
-            throw CoreDataModelFile.invalid(url, "the model cached in Z_MODELCACHE is not a valid DEFLATE stream")
-        }
-        try self.init(compiledModelData: data, source: url)
-        if let plist, let metadata = SQLiteStoreMetadata.decode(plist), let hashes = SQLiteStoreMetadata.versionHashes(in: metadata),
-           let reason = SQLiteStoreMetadata.incompatibility(of: hashes, with: self) {
-            throw CoreDataModelFile.invalid(url, "the model cached in Z_MODELCACHE does not match the store's version hashes (\(reason))")
         }
     }
 }

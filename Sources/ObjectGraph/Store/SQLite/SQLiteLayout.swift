@@ -8,6 +8,8 @@ struct SQLiteTableLayout: Sendable {
     /// How one selected column fills a snapshot.
     enum Reader: Sendable {
         case attribute(index: Int, type: AttributeType)
+        /// A binary attribute kept as Core Data's external storage keeps it (a marker, then the value or a file's name).
+        case externalData(attribute: AttributeDescription)
         case toOne(index: Int, destination: EntityDescription, entityColumn: Int?)
     }
 
@@ -24,13 +26,15 @@ struct SQLiteTableLayout: Sendable {
     let root: EntityDescription
     let table: String
     let schema: SQLiteSchema
+    let externalData: SQLiteExternalData
     /// The select list, `t0.Z_PK, t0.Z_ENT, t0.Z_OPT, t0."ZA", ...`.
     let selectList: String
     /// By `Z_ENT`.
     let entities: [Int: EntityLayout]
 
-    init(root: EntityDescription, schema: SQLiteSchema) {
+    init(root: EntityDescription, schema: SQLiteSchema, externalData: SQLiteExternalData) {
         self.root = root
+        self.externalData = externalData
         self.table = schema.tableName(for: root)
         self.schema = schema
         var columns = [SQLiteSchema.primaryKeyColumn, SQLiteSchema.entityColumn, SQLiteSchema.versionColumn]
@@ -49,7 +53,8 @@ struct SQLiteTableLayout: Sendable {
             for property in entity.properties {
                 if let attribute = property as? AttributeDescription, !attribute.isTransient {
                     let column = schema.columnName(for: attribute)
-                    readers.append((position(column), .attribute(index: attribute.index, type: attribute.attributeType)))
+                    readers.append((position(column), attribute.usesExternalStorage
+                        ? .externalData(attribute: attribute) : .attribute(index: attribute.index, type: attribute.attributeType)))
                     insertProperties.append(attribute)
                     insertColumns.append(column)
                 } else if let relationship = property as? RelationshipDescription, !relationship.isToMany,
@@ -73,7 +78,9 @@ struct SQLiteTableLayout: Sendable {
 
     /// Reads the row a statement is on (selected with `selectList`) into an ID and a snapshot,
     /// straight from the statement's columns.
-    func read(_ statement: SQLiteStatement, store: PersistentStore, model: ManagedObjectModel) -> StoreRow? {
+    ///
+    /// - Throws: when an externally stored value's file cannot be read (see ``SQLiteExternalData``).
+    func read(_ statement: SQLiteStatement, store: PersistentStore, model: ManagedObjectModel) throws -> StoreRow? {
         let pk = sqlite3_column_int64(statement, 0)
         let code = Int(sqlite3_column_int64(statement, 1))
         guard let layout = entities[code] else { return nil }
@@ -84,6 +91,17 @@ struct SQLiteTableLayout: Sendable {
             switch reader {
             case .attribute(let property, let type):
                 values[property] = Value(statement, column: index, type: type)
+            case .externalData(let attribute):
+                switch sqlite3_column_type(statement, index) {
+                case SQLITE_NULL:
+                    continue
+                case SQLITE_BLOB:
+                    let count = Int(sqlite3_column_bytes(statement, index))
+                    let pointer = sqlite3_column_blob(statement, index)
+                    values[attribute.index] = try externalData.decode(UnsafeRawBufferPointer(start: pointer, count: count), attribute: attribute)
+                default:
+                    values[attribute.index] = Value(statement, column: index, type: .binaryData)
+                }
             case .toOne(let property, let destination, let entityColumn):
                 guard sqlite3_column_type(statement, index) == SQLITE_INTEGER else { continue }
                 var destinationEntity = destination

@@ -286,6 +286,30 @@ struct SQLiteSchema: Sendable {
         return statements
     }
 
+    /// Core Data's UNIQUE index for each uniqueness constraint of the entities stored in `root`'s
+    /// table: `Z_<Entity>_UNIQUE_<attribute>[_<attribute>...]`, columns in binary collation (a
+    /// partial index, over the entity's rows, for a sub-entity's constraint on inherited attributes). The
+    /// save path checks constraints first, to report a conflict with the object that holds the
+    /// values; an insert or update the index refuses is reported the same way.
+    func uniquenessIndexStatements(root: EntityDescription) -> [String] {
+        let table = tableName(for: root)
+        var statements: [String] = []
+        for entity in root.selfAndDescendants.sorted(by: { entityNumber(for: $0) < entityNumber(for: $1) }) {
+            for constraint in entity.uniquenessConstraints {
+                let attributes = constraint.compactMap { entity.attributesByName[$0] }.filter { !$0.isTransient }
+                guard !attributes.isEmpty else { continue }
+                let name = "Z_\(entity.name)_UNIQUE_" + attributes.map(\.name).joined(separator: "_")
+                let list = attributes.map { "\(Self.quote(columnName(for: $0))) COLLATE BINARY ASC" }
+                // A sub-entity's constraint on an attribute it inherits must not bind the other rows
+                // of the table, which hold that column too: the index covers its own rows only.
+                let inherited = entity.superentity != nil && attributes.contains { $0.entity !== entity }
+                let rows = inherited ? " WHERE Z_ENT IN (\(entity.selfAndDescendants.map { String(entityNumber(for: $0)) }.joined(separator: ",")))" : ""
+                statements.append("CREATE UNIQUE INDEX \(Self.quote(name)) ON \(Self.quote(table)) (\(list.joined(separator: ", ")))\(rows)")
+            }
+        }
+        return statements
+    }
+
     /// The statements that create the entity and join tables in an empty database (`Z_PRIMARYKEY`
     /// and `Z_METADATA` are the store's: see ``SQLiteStore``).
     func createStatements() -> [String] {
@@ -323,15 +347,7 @@ struct SQLiteSchema: Sendable {
             if !root.subentities.isEmpty {
                 statements.append("CREATE INDEX \(Self.quote("\(table)_Z_ENT_INDEX")) ON \(Self.quote(table)) (Z_ENT)")
             }
-            for entity in root.selfAndDescendants {
-                for constraint in entity.uniquenessConstraints {
-                    // Enforced by the save path (to report constraint conflicts as such); the index speeds the check.
-                    let attributes = constraint.compactMap { entity.attributesByName[$0] }
-                    let name = "Z_\(entity.name)_UNIQUE_" + attributes.map(\.name).joined(separator: "_")
-                    let list = attributes.map { "\(Self.quote(columnName(for: $0))) COLLATE BINARY ASC" }
-                    statements.append("CREATE INDEX \(Self.quote(name)) ON \(Self.quote(table)) (\(list.joined(separator: ", ")))")
-                }
-            }
+            statements += uniquenessIndexStatements(root: root)
         }
         for join in joinTables {
             let orders = join.orders.map { ", \(Self.quote($0)) INTEGER" }.joined()

@@ -70,7 +70,7 @@ extension SQLiteStore {
         for (name, value) in values {
             guard let attribute = entity.attributesByName[name] else { continue }
             assignments.append("\(SQLiteSchema.quote(schema.columnName(for: attribute))) = ?")
-            assigned.append(value)
+            assigned.append(try stored(value, for: attribute))
         }
         assignments.append("\(SQLiteSchema.versionColumn) = \(SQLiteSchema.versionColumn) + 1")
         count()
@@ -81,21 +81,47 @@ extension SQLiteStore {
         try withExtendedLifetime(statement) {
             let sqlite = statement.sqliteStatement
             for (i, value) in assigned.enumerated() { try bind(value, to: sqlite, at: CInt(i + 1), db) }
-            try step(sqlite, db)
+            do {
+                try step(sqlite, db)
+            } catch let error as DatabaseError where error.resultCode.primaryResultCode == .SQLITE_CONSTRAINT {
+                // A UNIQUE index (Core Data's, in every store) refused the update, which SQLite undid:
+                // the refusal the check below gives, for the constraint whose columns SQLite names.
+                let touched = uniquenessConstraints(touchedBy: entity, names: Set(values.map(\.name)))
+                let message = error.message ?? ""
+                guard let refused = touched.first(where: { constraint in
+                    constraint.attributes.allSatisfy { message.contains("." + schema.columnName(for: $0)) }
+                }) ?? touched.first else { throw error }
+                throw uniquenessError(updating: entity, owner: refused.owner, attributes: refused.attributes)
+            }
         }
         try checkUniqueness(afterUpdating: entity, names: Set(values.map(\.name)), db)
         return StoreBatchResult(affected: ids, updated: ids)
     }
 
-    /// Refuses an update that gave two rows the same values for a uniqueness constraint.
-    private func checkUniqueness(afterUpdating entity: EntityDescription, names: Set<String>, _ db: Database) throws {
-        var constraints = RelationalLayout.uniquenessConstraints(of: entity)
+    /// The uniqueness constraints of the entity and its sub-entities that name an attribute in `names`.
+    private func uniquenessConstraints(touchedBy entity: EntityDescription, names: Set<String>)
+        -> [(owner: EntityDescription, attributes: [AttributeDescription])]
+    {
+        var constraints = RelationalLayout.uniquenessConstraints(of: entity).map { (owner: $0.1, attributes: $0.2) }
         for sub in entity.selfAndDescendants.dropFirst() {
-            for (n, constraint) in sub.uniquenessConstraints.enumerated() {
-                constraints.append(("\(sub.name)#\(n)", sub, constraint.compactMap { sub.attributesByName[$0] }))
+            for constraint in sub.uniquenessConstraints {
+                constraints.append((sub, constraint.compactMap { sub.attributesByName[$0] }))
             }
         }
-        for (_, owner, attributes) in constraints where attributes.contains(where: { names.contains($0.name) }) {
+        return constraints.filter { $0.attributes.contains(where: { names.contains($0.name) }) }
+    }
+
+    private func uniquenessError(updating entity: EntityDescription, owner: EntityDescription, attributes: [AttributeDescription]) -> ObjectGraphError {
+        let keys = attributes.map(\.name).joined(separator: ", ")
+        return ObjectGraphError(
+            .constraintConflict,
+            "Batch update of \(entity.name) would give several \(owner.name) objects the same \(keys), which must be unique; nothing was written",
+            entityName: owner.name, key: keys)
+    }
+
+    /// Refuses an update that gave two rows the same values for a uniqueness constraint.
+    private func checkUniqueness(afterUpdating entity: EntityDescription, names: Set<String>, _ db: Database) throws {
+        for (owner, attributes) in uniquenessConstraints(touchedBy: entity, names: names) {
             let codes = owner.selfAndDescendants.map { String(schema.entityNumber(for: $0)) }.joined(separator: ",")
             let columns = attributes.map { SQLiteSchema.quote(schema.columnName(for: $0)) }
             let present = columns.map { "\($0) IS NOT NULL" }.joined(separator: " AND ")
@@ -105,11 +131,7 @@ extension SQLiteStore {
                 GROUP BY \(columns.joined(separator: ", ")) HAVING COUNT(*) > 1 LIMIT 1
                 """
             if try Int.fetchOne(db, sql: sql) != nil {
-                let keys = attributes.map(\.name).joined(separator: ", ")
-                throw ObjectGraphError(
-                    .constraintConflict,
-                    "Batch update of \(entity.name) would give several \(owner.name) objects the same \(keys), which must be unique; nothing was written",
-                    entityName: owner.name, key: keys)
+                throw uniquenessError(updating: entity, owner: owner, attributes: attributes)
             }
         }
     }

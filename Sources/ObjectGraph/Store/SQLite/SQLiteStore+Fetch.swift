@@ -28,7 +28,7 @@ extension SQLiteStore {
             if request.includesPropertyValues {
                 let sqlite = statement.sqliteStatement
                 while try cursor.next() != nil {
-                    if let storeRow = layout.read(sqlite, store: store, model: model) { rows.append(storeRow) }
+                    if let storeRow = try layout.read(sqlite, store: store, model: model) { rows.append(storeRow) }
                 }
             } else {
                 while let row = try cursor.next() {
@@ -98,7 +98,7 @@ extension SQLiteStore {
                     let cursor = try Row.fetchCursor(statement)
                     let sqlite = statement.sqliteStatement
                     while try cursor.next() != nil {
-                        if let storeRow = layout.read(sqlite, store: store, model: model), let snapshot = storeRow.snapshot {
+                        if let storeRow = try layout.read(sqlite, store: store, model: model), let snapshot = storeRow.snapshot {
                             result[storeRow.id] = snapshot
                         }
                     }

@@ -29,10 +29,47 @@ extension SQLiteStore {
     }
 
     func save(_ request: StoreSaveRequest, store: PersistentStore) throws -> StoreSaveResult {
-        try write("saving") { db in try self.apply(request, store: store, db: db) }
+        let files = ExternalFileChanges()
+        let result: StoreSaveResult
+        do {
+            result = try write("saving") { db in try self.apply(request, store: store, db: db, files: files) }
+        } catch {
+            externalData.remove(files.written)
+            throw error
+        }
+        removeReleasedExternalFiles(files)
+        return result
     }
 
-    func apply(_ request: StoreSaveRequest, store: PersistentStore, db: Database) throws -> StoreSaveResult {
+    /// Removes the external files a committed save stopped referring to, unless a row still does
+    /// (a batch update gives several rows one file). Best effort: a file left behind is only space.
+    private func removeReleasedExternalFiles(_ files: ExternalFileChanges) {
+        guard !files.released.isEmpty else { return }
+        let unreferenced = (try? pool.read { db in
+            try files.released.filter { released in
+                try Int.fetchOne(db, sql: """
+                    SELECT 1 FROM \(SQLiteSchema.quote(released.table)) WHERE \(SQLiteSchema.quote(released.column)) = ? LIMIT 1
+                    """, arguments: [released.reference]) == nil
+            }
+        }) ?? []
+        externalData.remove(unreferenced.compactMap { SQLiteExternalData.fileName(inStored: .data($0.reference)) })
+    }
+
+    /// Records the external files the row `pk` of `table` refers to in `attributes`' columns, before
+    /// the save deletes the row or changes those columns.
+    private func releaseExternalFiles(of attributes: [AttributeDescription], table: String, pk: Int64, files: ExternalFileChanges?, db: Database) throws {
+        guard let files, !attributes.isEmpty else { return }
+        for attribute in attributes {
+            let column = schema.columnName(for: attribute)
+            count()
+            if let reference = try Data.fetchOne(db, sql: "SELECT \(SQLiteSchema.quote(column)) FROM \(SQLiteSchema.quote(table)) WHERE Z_PK = ?", arguments: [pk]),
+               SQLiteExternalData.fileName(inStored: .data(reference)) != nil {
+                files.released.append((table, column, reference))
+            }
+        }
+    }
+
+    func apply(_ request: StoreSaveRequest, store: PersistentStore, db: Database, files: ExternalFileChanges? = nil) throws -> StoreSaveResult {
         var result = StoreSaveResult()
         // Keys in the order objects were created, so rows are appended to the table's B-tree.
         var request = request
@@ -89,6 +126,9 @@ extension SQLiteStore {
         // 3. Deletes, with their join-table rows.
         for object in request.deleted {
             guard let pk = object.id.primaryKey, let layout = layouts[object.entity.rootEntity.entityCode] else { continue }
+            if usesExternalStorage {
+                try releaseExternalFiles(of: object.entity.attributes.filter(\.usesExternalStorage), table: layout.table, pk: pk, files: files, db: db)
+            }
             count()
             try db.cachedStatement(sql: "DELETE FROM \(SQLiteSchema.quote(layout.table)) WHERE Z_PK = ?").execute(arguments: [pk])
             for relationship in object.entity.relationships where relationship.usesJoinTable {
@@ -105,6 +145,12 @@ extension SQLiteStore {
             }
         }
 
+        // 3b. Unique values updated objects give up, cleared first: the UNIQUE indexes check each
+        //     statement, so two objects that exchange values, or an insert that takes a value an
+        //     update gives up, would otherwise collide halfway through the save. NULLs never collide;
+        //     step 5 writes the new values, and step 8 checks the result.
+        try releaseUniqueValues(request, db: db)
+
         // 4. Inserts.
         for object in request.inserted {
             let id = resolve(object.id)
@@ -120,7 +166,7 @@ extension SQLiteStore {
             for property in layout.insertProperties {
                 let value = resolve(values[property.index])
                 values[property.index] = value
-                try bind(value, to: sqlite, at: parameter, db)
+                try bind(try stored(value, for: property, files: files), to: sqlite, at: parameter, db)
                 parameter += 1
                 if let relationship = property as? RelationshipDescription, schema.entityColumnName(forToOne: relationship) != nil {
                     if case .objectID(let destination) = value { _ = Value.int(Int64(schema.entityNumber(for: destination.entity))).bind(to: sqlite, at: parameter) }
@@ -140,6 +186,12 @@ extension SQLiteStore {
             var assignments: [String] = []
             var arguments: [Value] = []
             var values = object.values
+            if usesExternalStorage {
+                let changedExternal = object.entity.attributes.filter {
+                    $0.usesExternalStorage && (object.changedIndices.isEmpty || object.changedIndices.contains($0.index))
+                }
+                try releaseExternalFiles(of: changedExternal, table: layout.table, pk: pk, files: files, db: db)
+            }
             for index in object.changedIndices {
                 let property = object.entity.properties[index]
                 if let attribute = property as? AttributeDescription, attribute.isTransient { continue }
@@ -147,7 +199,7 @@ extension SQLiteStore {
                 let value = resolve(values[index])
                 values[index] = value
                 assignments.append("\(SQLiteSchema.quote(schema.columnName(for: property))) = ?")
-                arguments.append(value)
+                arguments.append(try stored(value, for: property, files: files))
                 if let relationship = property as? RelationshipDescription, let entityColumn = schema.entityColumnName(forToOne: relationship) {
                     assignments.append("\(SQLiteSchema.quote(entityColumn)) = ?")
                     if case .objectID(let destination) = value { arguments.append(.int(Int64(schema.entityNumber(for: destination.entity)))) } else { arguments.append(.null) }
@@ -229,6 +281,16 @@ extension SQLiteStore {
         return result
     }
 
+    /// The value as the column holds it: an attribute that allows external storage keeps Core
+    /// Data's marker before its value, or a reference to the file its value is written to.
+    @inline(__always)
+    func stored(_ value: Value, for property: PropertyDescription, files: ExternalFileChanges? = nil) throws -> Value {
+        guard usesExternalStorage, let attribute = property as? AttributeDescription, attribute.usesExternalStorage else { return value }
+        let stored = try externalData.encode(value, attribute: attribute)
+        if let files, let name = SQLiteExternalData.fileName(inStored: stored) { files.written.append(name) }
+        return stored
+    }
+
     /// Binds a value, or throws when SQLite refuses it (too big): a parameter that failed to bind
     /// would keep the previous row's value.
     @inline(__always)
@@ -254,6 +316,38 @@ extension SQLiteStore {
             if let updated { single.updated = [updated] }
             try checkUniqueness(single, resolve: resolve, store: store, db: db)
             throw error
+        }
+    }
+
+    /// Sets to NULL the constrained columns that updated objects change, when more than one object
+    /// of the save has values for a uniqueness constraint (a lone object cannot collide with itself).
+    private func releaseUniqueValues(_ request: StoreSaveRequest, db: Database) throws {
+        func constrained(_ entity: EntityDescription) -> Bool {
+            var current: EntityDescription? = entity
+            while let e = current {
+                if !e.uniquenessConstraints.isEmpty { return true }
+                current = e.superentity
+            }
+            return false
+        }
+        // Most saves touch no constraint: decided without building anything.
+        guard request.updated.contains(where: { constrained($0.entity) }),
+              request.updated.count + request.inserted.count > 1 else { return }
+        func touched(_ object: SavedObject) -> [AttributeDescription] {
+            RelationalLayout.uniquenessConstraints(of: object.entity).flatMap(\.2).filter { attribute in
+                !attribute.isTransient && (object.changedIndices.isEmpty || object.changedIndices.contains(attribute.index))
+            }
+        }
+        let updates = request.updated.filter { constrained($0.entity) }.map { ($0, touched($0)) }.filter { !$0.1.isEmpty }
+        let inserts = request.inserted.count(where: { constrained($0.entity) })
+        guard !updates.isEmpty, updates.count + inserts > 1 else { return }
+        for (object, attributes) in updates {
+            guard let pk = object.id.primaryKey else { continue }
+            let columns = Set(attributes.map { schema.columnName(for: $0) }).sorted()
+            count()
+            try db.cachedStatement(sql: """
+                UPDATE \(SQLiteSchema.quote(schema.tableName(for: object.entity))) SET \(columns.map { "\(SQLiteSchema.quote($0)) = NULL" }.joined(separator: ", ")) WHERE Z_PK = ?
+                """).execute(arguments: [pk])
         }
     }
 
@@ -316,7 +410,7 @@ extension SQLiteStore {
             let statement = try db.cachedStatement(sql: "SELECT \(layout.selectList) FROM \(SQLiteSchema.quote(layout.table)) AS t0 WHERE t0.Z_PK = ?")
             statement.setUncheckedArguments([pk])
             let cursor = try Row.fetchCursor(statement)
-            if try cursor.next() != nil, let storeRow = layout.read(statement.sqliteStatement, store: store, model: model) {
+            if try cursor.next() != nil, let storeRow = try layout.read(statement.sqliteStatement, store: store, model: model) {
                 result[id] = storeRow.snapshot
             }
         }

@@ -17,6 +17,10 @@ final class SQLiteStore: StoreBackend {
     let model: ManagedObjectModel
     let pool: DatabasePool
     let layouts: [Int: SQLiteTableLayout]  // by root entity code
+    /// Where values of attributes that allow external storage are kept when they are large.
+    let externalData: SQLiteExternalData
+    /// Whether any attribute of the model uses external storage (the save path skips it otherwise).
+    let usesExternalStorage: Bool
     private let statements = Atomic<Int>(0)
 
     var statementCount: Int { statements.load(ordering: .relaxed) }
@@ -30,6 +34,8 @@ final class SQLiteStore: StoreBackend {
         }
         self.url = url
         self.model = model
+        self.externalData = SQLiteExternalData(storeURL: url)
+        self.usesExternalStorage = model.entities.contains { $0.attributes.contains(where: \.usesExternalStorage) }
         let path = url.path
         // Everything that can refuse the file reads it first, through a connection that cannot write.
         try Self.checkHeader(of: url)
@@ -98,7 +104,7 @@ final class SQLiteStore: StoreBackend {
         }
         var layouts: [Int: SQLiteTableLayout] = [:]
         for root in model.entitiesByCode where root.superentity == nil {
-            layouts[root.entityCode] = SQLiteTableLayout(root: root, schema: schema)
+            layouts[root.entityCode] = SQLiteTableLayout(root: root, schema: schema, externalData: externalData)
         }
         self.layouts = layouts
         let schema = self.schema
@@ -137,11 +143,16 @@ final class SQLiteStore: StoreBackend {
     }
 
     /// Creates Core Data's tables for `schema` in an empty database: `Z_PRIMARYKEY` (every entity,
-    /// `Z_MAX` 0), `Z_METADATA` (one row, the metadata as a binary property list), the entity and
-    /// join tables and their indexes. Returns the metadata.
+    /// `Z_MAX` 0), `Z_METADATA` (one row, the metadata as a binary property list), `Z_MODELCACHE`
+    /// (one row, the compiled model as Core Data caches it), the entity and join tables and their
+    /// indexes. Returns the metadata.
     private static func create(in db: Database, schema: SQLiteSchema) throws -> [String: any Sendable] {
         try db.execute(sql: "CREATE TABLE \(SQLiteSchema.primaryKeyTable) (Z_ENT INTEGER PRIMARY KEY, Z_NAME VARCHAR, Z_SUPER INTEGER, Z_MAX INTEGER)")
         try db.execute(sql: "CREATE TABLE \(SQLiteSchema.metadataTable) (Z_VERSION INTEGER PRIMARY KEY, Z_UUID VARCHAR(255), Z_PLIST BLOB)")
+        try db.execute(sql: "CREATE TABLE \(SQLiteSchema.modelCacheTable) (Z_CONTENT BLOB)")
+        try db.execute(
+            sql: "INSERT INTO \(SQLiteSchema.modelCacheTable) (Z_CONTENT) VALUES (?)",
+            arguments: [try CompiledModelWriter.modelCacheContent(schema.model)])
         for statement in schema.createStatements() + schema.userIndexStatements() { try db.execute(sql: statement) }
         for (number, name, superentity) in schema.primaryKeyRows() {
             try db.execute(
