@@ -206,7 +206,8 @@ struct MigrationMapping: Sendable {
         let integers: [AttributeType] = [.integer16, .integer32, .integer64]
         if let a = integers.firstIndex(of: old), let b = integers.firstIndex(of: new) { return a <= b }
         if old == .float && new == .double { return true }
-        if integers.contains(old) && (new == .double || new == .float) { return old != .integer64 || new == .double }
+        if integers.contains(old) && new == .double { return true }
+        if old == .integer16 && new == .float { return true }
         return false
     }
 }

@@ -199,3 +199,47 @@ struct InferredMigrationTests {
         #expect(refusing.options[PersistentStoreOption.migratePersistentStoresAutomatically] as? Bool == false)
     }
 }
+
+/// Ordered relationships keep their order through a migration.
+@Suite("Inferred migration of ordered relationships")
+struct OrderedRelationshipMigrationTests {
+    static func model(extra: Bool) -> ManagedObjectModel {
+        ManagedObjectModel(entities: [
+            EntityDescription(name: "Playlist", properties: [
+                .attribute("name", .string),
+                .relationship("songs", destination: "Song", toMany: true, isOrdered: true, inverse: "playlist"),
+                .relationship("favorites", destination: "Song", toMany: true, isOrdered: true, inverse: "fans"),
+            ] + (extra ? [.attribute("owner", .string, defaultValue: "me")] : [])),
+            EntityDescription(name: "Song", properties: [
+                .attribute("title", .string),
+                .relationship("playlist", destination: "Playlist", inverse: "songs"),
+                .relationship("fans", destination: "Playlist", toMany: true, inverse: "favorites"),
+            ]),
+        ])
+    }
+
+    @Test(arguments: Migrating.fileTypes)
+    func orderedToManyRelationshipsKeepTheirOrder(_ type: StoreType) throws {
+        let directory = TemporaryDirectory()
+        let url = directory.file("music")
+        let titles = ["d", "b", "e", "a", "c"]
+        try Migrating.with(Self.model(extra: false), type, at: url) { (context: ManagedObjectContext) throws in
+            let list = context.insertNewObject(forEntityName: "Playlist")
+            list.setValue("mix", forKey: "name")
+            let songs = titles.map { title -> ManagedObject in
+                let song = context.insertNewObject(forEntityName: "Song")
+                song.setValue(title, forKey: "title")
+                return song
+            }
+            list.setValue(songs, forKey: "songs")
+            list.setValue(Array(songs.reversed()), forKey: "favorites")
+        }
+        try Migrating.with(Self.model(extra: true), type, at: url, options: Migrating.from(Self.model(extra: false))) {
+            (context: ManagedObjectContext) throws in
+            let list = try #require(try Migrating.fetch("Playlist", in: context).first)
+            #expect(list.value(forKey: "owner") as? String == "me")
+            #expect((list.value(forKey: "songs") as? [ManagedObject])?.map { $0.value(forKey: "title") as? String } == titles)
+            #expect((list.value(forKey: "favorites") as? [ManagedObject])?.map { $0.value(forKey: "title") as? String } == titles.reversed())
+        }
+    }
+}
