@@ -168,7 +168,7 @@ enum MigrationPlanner {
             if let state = sqliteState {
                 let script = SQLiteMigrationScript(mapping: mapping, state: state)
                 text += "\n  SQL:\n" + script.text.split(separator: "\n").map { "    " + $0 }.joined(separator: "\n")
-                sqliteState = SQLiteFileState.after(SQLiteSchema(model: to.model), metadata: state.metadata)
+                sqliteState = SQLiteFileState.after(SQLiteSchema(model: to.model), state: state)
             }
             steps.append(MigrationPlan.Step(
                 kind: to.kind, sourceModel: from.model, destinationModel: to.model, label: to.stage?.label, description: text,

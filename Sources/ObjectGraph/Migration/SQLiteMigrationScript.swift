@@ -13,6 +13,10 @@ struct SQLiteFileState: Sendable {
     var triggers: [String] = []
     /// The decoded `Z_PLIST`.
     var metadata: [String: any Sendable] = [:]
+    /// The indexes of each table (those SQLite did not make itself), by table.
+    var indexes: [String: [String]] = [:]
+    /// `sqlite_version()`, as numbers: `ALTER TABLE … DROP COLUMN` needs 3.35.
+    var sqliteVersion: [Int] = []
 
     static let historyTables = ["ATRANSACTION", "ACHANGE", "ATRANSACTIONSTRING"]
 
@@ -53,6 +57,10 @@ struct SQLiteFileState: Sendable {
                 url: url)
         }
         state.triggers = try rows("SELECT name FROM sqlite_master WHERE type = 'trigger'").compactMap { text($0[0]) }
+        for row in try rows("SELECT name, tbl_name FROM sqlite_master WHERE type = 'index' AND sql IS NOT NULL") {
+            if let name = text(row[0]), let table = text(row[1]) { state.indexes[table, default: []].append(name) }
+        }
+        state.sqliteVersion = (try rows("SELECT sqlite_version()").first.flatMap { text($0[0]) } ?? "").split(separator: ".").compactMap { Int($0) }
         if tables.contains(SQLiteSchema.primaryKeyTable) {
             for row in try rows("SELECT Z_ENT, Z_NAME, Z_MAX FROM \(SQLiteSchema.primaryKeyTable)") {
                 guard let number = int(row[0]).map(Int.init) else { continue }
@@ -69,14 +77,15 @@ struct SQLiteFileState: Sendable {
     }
 
     /// The state a migration to `schema` leaves (for planning the steps after it without running it).
-    static func after(_ schema: SQLiteSchema, metadata: [String: any Sendable]) -> SQLiteFileState {
+    static func after(_ schema: SQLiteSchema, state before: SQLiteFileState) -> SQLiteFileState {
         var state = SQLiteFileState()
         for (number, name, _) in schema.primaryKeyRows() { state.entityNumbers[name] = number }
-        for statement in schema.createStatements() where statement.hasPrefix("CREATE TABLE \"") {
-            let name = statement.dropFirst("CREATE TABLE \"".count).prefix { $0 != "\"" }
-            state.columns[String(name)] = []
+        for statement in schema.createStatements() + schema.userIndexStatements() {
+            if let (table, columns) = SQLiteMigrationScript.createdTable(statement) { state.columns[table] = columns }
+            if let (index, table) = SQLiteMigrationScript.createdIndex(statement) { state.indexes[table, default: []].append(index) }
         }
-        state.metadata = metadata
+        state.metadata = before.metadata
+        state.sqliteVersion = before.sqliteVersion
         return state
     }
 }
@@ -157,131 +166,136 @@ struct SQLiteMigrationScript: Sendable {
             checks.append((check, Statement(sql: sql)))
         }
 
-        // The old tables, set aside.
-        var oldTables: [String] = []
-        for root in mapping.source.entitiesByCode where root.superentity == nil {
-            oldTables.append(old.tableName(for: root))
-        }
-        for entity in mapping.source.entitiesByCode {
-            for relationship in entity.declaredProperties.compactMap({ $0 as? RelationshipDescription }) where relationship.isToMany {
-                if case .joinTable(let table, _, _, _, _) = old.storage(forToMany: relationship), !oldTables.contains(table) { oldTables.append(table) }
-            }
-        }
-        oldTables = oldTables.filter { state.columns[$0] != nil }
-        for trigger in state.triggers { statements.append(Statement(sql: "DROP TRIGGER IF EXISTS \(q(trigger))")) }
-        for table in oldTables { statements.append(Statement(sql: "ALTER TABLE \(q(table)) RENAME TO \(q(aside + table))")) }
         let create = new.createStatements()
-        statements += create.filter { $0.hasPrefix("CREATE TABLE") }.map { Statement(sql: $0) }
-
-        // Entity tables: one INSERT … SELECT each.
-        for root in mapping.destination.entitiesByCode where root.superentity == nil {
-            let mapped = root.selfAndDescendants.filter { mapping.source(of: $0) != nil }
-            guard let oldRoot = mapped.first.flatMap({ mapping.source(of: $0)?.rootEntity }),
-                  oldTables.contains(old.tableName(for: oldRoot)) else { continue }
-            let table = new.tableName(for: root)
-            let shared = root.selfAndDescendants.count > 1 || oldRoot.selfAndDescendants.count > 1
-            var columns = ["Z_PK", "Z_ENT", "Z_OPT"]
-            var expressions = [
-                "o.Z_PK",
-                "CASE o.Z_ENT " + mapped.map { "WHEN \(old.entityNumber(for: mapping.source(of: $0)!)) THEN \(new.entityNumber(for: $0))" }.joined(separator: " ") + " END",
-                "o.Z_OPT",
-            ]
-            var arguments: [DatabaseValue] = []
-            func add(_ column: String, _ expression: String, _ values: [DatabaseValue] = []) {
-                guard !columns.contains(column) else { return }
-                columns.append(column)
-                expressions.append(expression)
-                arguments += values
+        if let inPlace = Self.inPlace(mapping: mapping, old: old, new: new, state: state, create: create) {
+            // The tables stay where they are: columns renamed, added and dropped.
+            statements += inPlace
+        } else {
+            // The old tables, set aside.
+            var oldTables: [String] = []
+            for root in mapping.source.entitiesByCode where root.superentity == nil {
+                oldTables.append(old.tableName(for: root))
             }
-            for entity in root.selfAndDescendants {
-                let kinds = entity.selfAndDescendants.compactMap { mapping.source(of: $0) }
-                func onlyFor(_ expression: String) -> String {
-                    shared && !kinds.isEmpty ? "CASE WHEN o.Z_ENT IN (\(numbers(kinds, old))) THEN \(expression) END" : expression
+            for entity in mapping.source.entitiesByCode {
+                for relationship in entity.declaredProperties.compactMap({ $0 as? RelationshipDescription }) where relationship.isToMany {
+                    if case .joinTable(let table, _, _, _, _) = old.storage(forToMany: relationship), !oldTables.contains(table) { oldTables.append(table) }
                 }
-                for property in entity.declaredProperties where !property.isTransient {
-                    if let attribute = property as? AttributeDescription {
-                        let column = new.columnName(for: attribute)
-                        let fallback = attribute.defaultStoredValue
-                        if let was = mapping.source(of: attribute) as? AttributeDescription {
-                            var expression = "o.\(q(old.columnName(for: was)))"
-                            if [.integer16, .integer32, .integer64].contains(was.attributeType) && [.double, .float].contains(attribute.attributeType) {
-                                expression = "CAST(\(expression) AS REAL)"
+            }
+            oldTables = oldTables.filter { state.columns[$0] != nil }
+            for trigger in state.triggers { statements.append(Statement(sql: "DROP TRIGGER IF EXISTS \(q(trigger))")) }
+            for table in oldTables { statements.append(Statement(sql: "ALTER TABLE \(q(table)) RENAME TO \(q(aside + table))")) }
+            statements += create.filter { $0.hasPrefix("CREATE TABLE") }.map { Statement(sql: $0) }
+
+            // Entity tables: one INSERT … SELECT each.
+            for root in mapping.destination.entitiesByCode where root.superentity == nil {
+                let mapped = root.selfAndDescendants.filter { mapping.source(of: $0) != nil }
+                guard let oldRoot = mapped.first.flatMap({ mapping.source(of: $0)?.rootEntity }),
+                      oldTables.contains(old.tableName(for: oldRoot)) else { continue }
+                let table = new.tableName(for: root)
+                let shared = root.selfAndDescendants.count > 1 || oldRoot.selfAndDescendants.count > 1
+                var columns = ["Z_PK", "Z_ENT", "Z_OPT"]
+                var expressions = [
+                    "o.Z_PK",
+                    "CASE o.Z_ENT " + mapped.map { "WHEN \(old.entityNumber(for: mapping.source(of: $0)!)) THEN \(new.entityNumber(for: $0))" }.joined(separator: " ") + " END",
+                    "o.Z_OPT",
+                ]
+                var arguments: [DatabaseValue] = []
+                func add(_ column: String, _ expression: String, _ values: [DatabaseValue] = []) {
+                    guard !columns.contains(column) else { return }
+                    columns.append(column)
+                    expressions.append(expression)
+                    arguments += values
+                }
+                for entity in root.selfAndDescendants {
+                    let kinds = entity.selfAndDescendants.compactMap { mapping.source(of: $0) }
+                    func onlyFor(_ expression: String) -> String {
+                        shared && !kinds.isEmpty ? "CASE WHEN o.Z_ENT IN (\(numbers(kinds, old))) THEN \(expression) END" : expression
+                    }
+                    for property in entity.declaredProperties where !property.isTransient {
+                        if let attribute = property as? AttributeDescription {
+                            let column = new.columnName(for: attribute)
+                            let fallback = attribute.defaultStoredValue
+                            if let was = mapping.source(of: attribute) as? AttributeDescription {
+                                var expression = "o.\(q(old.columnName(for: was)))"
+                                if [.integer16, .integer32, .integer64].contains(was.attributeType) && [.double, .float].contains(attribute.attributeType) {
+                                    expression = "CAST(\(expression) AS REAL)"
+                                }
+                                if !attribute.isOptional && !fallback.isNull {
+                                    add(column, onlyFor("COALESCE(\(expression), ?)"), [fallback.databaseValue])
+                                } else {
+                                    add(column, expression)
+                                }
+                            } else if !fallback.isNull && !kinds.isEmpty {
+                                add(column, onlyFor("?"), [fallback.databaseValue])
                             }
-                            if !attribute.isOptional && !fallback.isNull {
-                                add(column, onlyFor("COALESCE(\(expression), ?)"), [fallback.databaseValue])
-                            } else {
-                                add(column, expression)
+                        } else if let relationship = property as? RelationshipDescription, !relationship.isToMany {
+                            let column = new.columnName(for: relationship)
+                            if let was = mapping.source(of: relationship) as? RelationshipDescription, !was.isToMany {
+                                add(column, "o.\(q(old.columnName(for: was)))")
+                            } else if let sql = newPairs(relationship, prefix: aside) {
+                                add(column, onlyFor("(SELECT p.d FROM (\(sql)) AS p WHERE p.s = o.Z_PK LIMIT 1)"))
                             }
-                        } else if !fallback.isNull && !kinds.isEmpty {
-                            add(column, onlyFor("?"), [fallback.databaseValue])
-                        }
-                    } else if let relationship = property as? RelationshipDescription, !relationship.isToMany {
-                        let column = new.columnName(for: relationship)
-                        if let was = mapping.source(of: relationship) as? RelationshipDescription, !was.isToMany {
-                            add(column, "o.\(q(old.columnName(for: was)))")
-                        } else if let sql = newPairs(relationship, prefix: aside) {
-                            add(column, onlyFor("(SELECT p.d FROM (\(sql)) AS p WHERE p.s = o.Z_PK LIMIT 1)"))
                         }
                     }
                 }
+                // Hidden foreign keys and order columns other entities' to-many relationships keep in this table.
+                for entity in mapping.destination.entitiesByCode {
+                    for relationship in entity.declaredProperties.compactMap({ $0 as? RelationshipDescription }) where relationship.isToMany {
+                        guard case .foreignKey(let fkTable, let column, let order) = new.storage(forToMany: relationship), fkTable == table else { continue }
+                        let was = mapping.source(of: relationship) as? RelationshipDescription
+                        var oldForeignKey: (column: String, order: String?)?
+                        if let was, was.isToMany, case .foreignKey(let t, let c, let o) = old.storage(forToMany: was), t == old.tableName(for: oldRoot) {
+                            oldForeignKey = (c, o)
+                        }
+                        if !relationship.isForeignKeyDerived {
+                            if let oldForeignKey, !(was?.isForeignKeyDerived ?? true) {
+                                add(column, "o.\(q(oldForeignKey.column))")
+                            } else if let sql = newPairs(relationship, prefix: aside) {
+                                add(column, "(SELECT p.s FROM (\(sql)) AS p WHERE p.d = o.Z_PK LIMIT 1)")
+                            }
+                        }
+                        if let order {
+                            add(order, oldForeignKey?.order.map { "o.\(q($0))" } ?? "o.Z_PK")
+                        }
+                    }
+                }
+                statements.append(Statement(
+                    sql: "INSERT INTO \(q(table)) (\(columns.map(q).joined(separator: ", "))) SELECT \(expressions.joined(separator: ", ")) FROM \(q(aside + old.tableName(for: oldRoot))) AS o WHERE o.Z_ENT IN (\(numbers(mapped.compactMap { mapping.source(of: $0) }, old)))",
+                    arguments: arguments))
             }
-            // Hidden foreign keys and order columns other entities' to-many relationships keep in this table.
+
+            // Join tables, from the old pairs of either side, keeping pairs whose two objects remain.
+            var filled: Set<String> = []
             for entity in mapping.destination.entitiesByCode {
                 for relationship in entity.declaredProperties.compactMap({ $0 as? RelationshipDescription }) where relationship.isToMany {
-                    guard case .foreignKey(let fkTable, let column, let order) = new.storage(forToMany: relationship), fkTable == table else { continue }
-                    let was = mapping.source(of: relationship) as? RelationshipDescription
-                    var oldForeignKey: (column: String, order: String?)?
-                    if let was, was.isToMany, case .foreignKey(let t, let c, let o) = old.storage(forToMany: was), t == old.tableName(for: oldRoot) {
-                        oldForeignKey = (c, o)
-                    }
-                    if !relationship.isForeignKeyDerived {
-                        if let oldForeignKey, !(was?.isForeignKeyDerived ?? true) {
-                            add(column, "o.\(q(oldForeignKey.column))")
-                        } else if let sql = newPairs(relationship, prefix: aside) {
-                            add(column, "(SELECT p.s FROM (\(sql)) AS p WHERE p.d = o.Z_PK LIMIT 1)")
-                        }
-                    }
-                    if let order {
-                        add(order, oldForeignKey?.order.map { "o.\(q($0))" } ?? "o.Z_PK")
-                    }
+                    guard case .joinTable(let table, let source, let target, _, let order) = new.storage(forToMany: relationship),
+                          !filled.contains(table), let sql = newPairs(relationship, prefix: aside),
+                          let destination = relationship.destinationEntity else { continue }
+                    filled.insert(table)
+                    let columns = [source, target] + (order.map { [$0] } ?? [])
+                    let values = ["p.s", "p.d"] + (order != nil ? ["COALESCE(p.o, p.d)"] : [])
+                    statements.append(Statement(sql: """
+                        INSERT OR IGNORE INTO \(q(table)) (\(columns.map(q).joined(separator: ", "))) SELECT \(values.joined(separator: ", ")) FROM (\(sql)) AS p \
+                        WHERE p.s IN (SELECT Z_PK FROM \(q(new.tableName(for: entity))) WHERE Z_ENT IN (\(numbers(entity.selfAndDescendants, new)))) \
+                        AND p.d IN (SELECT Z_PK FROM \(q(new.tableName(for: destination))) WHERE Z_ENT IN (\(numbers(destination.selfAndDescendants, new))))
+                        """))
                 }
             }
-            statements.append(Statement(
-                sql: "INSERT INTO \(q(table)) (\(columns.map(q).joined(separator: ", "))) SELECT \(expressions.joined(separator: ", ")) FROM \(q(aside + old.tableName(for: oldRoot))) AS o WHERE o.Z_ENT IN (\(numbers(mapped.compactMap { mapping.source(of: $0) }, old)))",
-                arguments: arguments))
-        }
-
-        // Join tables, from the old pairs of either side, keeping pairs whose two objects remain.
-        var filled: Set<String> = []
-        for entity in mapping.destination.entitiesByCode {
-            for relationship in entity.declaredProperties.compactMap({ $0 as? RelationshipDescription }) where relationship.isToMany {
-                guard case .joinTable(let table, let source, let target, _, let order) = new.storage(forToMany: relationship),
-                      !filled.contains(table), let sql = newPairs(relationship, prefix: aside),
-                      let destination = relationship.destinationEntity else { continue }
-                filled.insert(table)
-                let columns = [source, target] + (order.map { [$0] } ?? [])
-                let values = ["p.s", "p.d"] + (order != nil ? ["COALESCE(p.o, p.d)"] : [])
-                statements.append(Statement(sql: """
-                    INSERT OR IGNORE INTO \(q(table)) (\(columns.map(q).joined(separator: ", "))) SELECT \(values.joined(separator: ", ")) FROM (\(sql)) AS p \
-                    WHERE p.s IN (SELECT Z_PK FROM \(q(new.tableName(for: entity))) WHERE Z_ENT IN (\(numbers(entity.selfAndDescendants, new)))) \
-                    AND p.d IN (SELECT Z_PK FROM \(q(new.tableName(for: destination))) WHERE Z_ENT IN (\(numbers(destination.selfAndDescendants, new))))
-                    """))
+            // Entity columns of to-ones whose destination has sub-entities, from the destinations' rows.
+            for entity in mapping.destination.entitiesByCode {
+                for relationship in entity.declaredProperties.compactMap({ $0 as? RelationshipDescription }) where !relationship.isToMany {
+                    guard let entityColumn = new.entityColumnName(forToOne: relationship), let destination = relationship.destinationEntity else { continue }
+                    let table = q(new.tableName(for: entity)), column = q(new.columnName(for: relationship))
+                    statements.append(Statement(sql: """
+                        UPDATE \(table) SET \(q(entityColumn)) = (SELECT d.Z_ENT FROM \(q(new.tableName(for: destination))) AS d WHERE d.Z_PK = \(table).\(column)) \
+                        WHERE \(column) IS NOT NULL
+                        """))
+                }
             }
+            for table in oldTables { statements.append(Statement(sql: "DROP TABLE \(q(aside + table))")) }
+            statements += create.filter { !$0.hasPrefix("CREATE TABLE") }.map { Statement(sql: $0) }
+            statements += new.userIndexStatements().map { Statement(sql: $0) }
         }
-        // Entity columns of to-ones whose destination has sub-entities, from the destinations' rows.
-        for entity in mapping.destination.entitiesByCode {
-            for relationship in entity.declaredProperties.compactMap({ $0 as? RelationshipDescription }) where !relationship.isToMany {
-                guard let entityColumn = new.entityColumnName(forToOne: relationship), let destination = relationship.destinationEntity else { continue }
-                let table = q(new.tableName(for: entity)), column = q(new.columnName(for: relationship))
-                statements.append(Statement(sql: """
-                    UPDATE \(table) SET \(q(entityColumn)) = (SELECT d.Z_ENT FROM \(q(new.tableName(for: destination))) AS d WHERE d.Z_PK = \(table).\(column)) \
-                    WHERE \(column) IS NOT NULL
-                    """))
-            }
-        }
-        for table in oldTables { statements.append(Statement(sql: "DROP TABLE \(q(aside + table))")) }
-        statements += create.filter { !$0.hasPrefix("CREATE TABLE") }.map { Statement(sql: $0) }
-        statements += new.userIndexStatements().map { Statement(sql: $0) }
 
         // Z_PRIMARYKEY: the new entity numbers; a root's Z_MAX is at least the old one and the largest key.
         statements.append(Statement(sql: "DELETE FROM \(SQLiteSchema.primaryKeyTable)"))

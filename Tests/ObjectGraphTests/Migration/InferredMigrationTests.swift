@@ -243,3 +243,43 @@ struct OrderedRelationshipMigrationTests {
         }
     }
 }
+
+/// On SQLite, a step that keeps every table where it is alters the tables instead of copying rows.
+@Suite("Inferred migration in place")
+struct InPlaceMigrationTests {
+    @Test func renamingAndAddingAttributesAltersTheTableWithoutCopyingRows() throws {
+        let directory = TemporaryDirectory()
+        let url = directory.file("items.sqlite")
+        let v1 = ManagedObjectModel(entities: [EntityDescription(name: "Item", properties: [
+            .attribute("name", .string, isIndexed: true), .attribute("value", .integer16), .attribute("gone", .string),
+        ])])
+        let label = PropertyDescription.attribute("label", .string, isIndexed: true)
+        label.renamingIdentifier = "name"
+        let v2 = ManagedObjectModel(entities: [EntityDescription(name: "Item", properties: [
+            label, .attribute("value", .integer64, isOptional: false, defaultValue: Int64(-1)), .attribute("extra", .integer32, defaultValue: Int32(7)),
+        ])])
+        try Migrating.with(v1, .sqlite, at: url) { (context: ManagedObjectContext) throws in
+            for (name, value) in [("a", Int16(1)), ("b", nil)] as [(String, Int16?)] {
+                let item = context.insertNewObject(forEntityName: "Item")
+                item.setValue(name, forKey: "name")
+                item.setValue(value, forKey: "value")
+                item.setValue("x", forKey: "gone")
+            }
+        }
+        let plan = try PersistentStoreCoordinator.migrationPlan(forStoreAt: url, type: .sqlite, to: v2, options: Migrating.from(v1))
+        let sql = plan.steps[0].description
+        for text in ["RENAME COLUMN \"ZNAME\" TO \"ZLABEL\"", "ADD COLUMN \"ZEXTRA\" INTEGER", "DROP COLUMN \"ZGONE\"", "DROP INDEX \"Z_Item_name\"",
+                     "CREATE INDEX IF NOT EXISTS \"Z_Item_label\""] {
+            #expect(sql.contains(text), "\(text) in:\n\(sql)")
+        }
+        #expect(!sql.contains("INSERT INTO \"ZITEM\""))
+        try Migrating.with(v2, .sqlite, at: url, options: Migrating.from(v1)) { (context: ManagedObjectContext) throws in
+            let items = try Migrating.fetch("Item", in: context, sortedBy: "label")
+            #expect(items.map { $0.value(forKey: "label") as? String } == ["a", "b"])
+            #expect(items.map { $0.value(forKey: "value") as? Int64 } == [1, -1])
+            #expect(items.map { $0.value(forKey: "extra") as? Int32 } == [7, 7])
+        }
+        let columns = try DatabaseQueue(path: url.path).read { try String.fetchAll($0, sql: "SELECT name FROM pragma_table_info('ZITEM')") }
+        #expect(columns == ["Z_PK", "Z_ENT", "Z_OPT", "ZLABEL", "ZVALUE", "ZEXTRA"])
+    }
+}
