@@ -85,8 +85,14 @@ enum StoredModelIdentity: Sendable {
         switch type {
         case .sqlite:
             try SQLiteStore.checkHeader(of: url)
-            let state = try SQLiteFileState.read(storeAt: url)
-            guard let hashes = SQLiteStoreMetadata.versionHashes(in: state.metadata) else {
+            // Only the metadata: this runs each time a store is added with the migration options.
+            let plist = try SQLiteStore.withReadOnlyConnection(to: url) { rows -> Data? in
+                let tables = try rows("SELECT name FROM sqlite_master WHERE type = 'table' AND name = '\(SQLiteSchema.metadataTable)'")
+                guard !tables.isEmpty, case .data(let data)? = try rows("SELECT Z_PLIST FROM \(SQLiteSchema.metadataTable) ORDER BY Z_VERSION LIMIT 1").first?.first
+                else { return nil }
+                return data
+            }
+            guard let metadata = plist.flatMap(SQLiteStoreMetadata.decode), let hashes = SQLiteStoreMetadata.versionHashes(in: metadata) else {
                 throw ObjectGraphError(
                     .migration, "The store at \(url.path) records no model version hashes, so the model it was written with is unknown; it was left as it was",
                     url: url)
