@@ -281,6 +281,27 @@ struct SQLiteMigrationScript: Sendable {
                         """))
                 }
             }
+            // When entities were removed with their rows, references to those rows are cleared (a
+            // to-one's key, a to-many's hidden key), so no object points at an object that is gone.
+            if mapping.source.entitiesByCode.contains(where: { mapping.destination(of: $0) == nil }) {
+                for entity in mapping.destination.entitiesByCode {
+                    for relationship in entity.declaredProperties.compactMap({ $0 as? RelationshipDescription }) {
+                        guard let destination = relationship.destinationEntity else { continue }
+                        let (table, column, target): (String, String, EntityDescription)
+                        if !relationship.isToMany {
+                            (table, column, target) = (new.tableName(for: entity), new.columnName(for: relationship), destination)
+                        } else if !relationship.isForeignKeyDerived, case .foreignKey(let t, let c, _) = new.storage(forToMany: relationship) {
+                            (table, column, target) = (t, c, entity)
+                        } else {
+                            continue
+                        }
+                        statements.append(Statement(sql: """
+                            UPDATE \(q(table)) SET \(q(column)) = NULL WHERE \(q(column)) IS NOT NULL AND \(q(column)) NOT IN \
+                            (SELECT Z_PK FROM \(q(new.tableName(for: target))) WHERE Z_ENT IN (\(numbers(target.selfAndDescendants, new))))
+                            """))
+                    }
+                }
+            }
             // Entity columns of to-ones whose destination has sub-entities, from the destinations' rows.
             for entity in mapping.destination.entitiesByCode {
                 for relationship in entity.declaredProperties.compactMap({ $0 as? RelationshipDescription }) where !relationship.isToMany {

@@ -283,3 +283,41 @@ struct InPlaceMigrationTests {
         #expect(columns == ["Z_PK", "Z_ENT", "Z_OPT", "ZLABEL", "ZVALUE", "ZEXTRA"])
     }
 }
+
+/// Removing an entity removes its rows and every reference to them.
+@Suite("Inferred migration of removed entities")
+struct RemovedEntityMigrationTests {
+    static func model(archive: Bool) -> ManagedObjectModel {
+        ManagedObjectModel(entities: [
+            EntityDescription(name: "Folder", properties: [
+                .attribute("name", .string), .relationship("notes", destination: "Note", toMany: true, inverse: "folder"),
+            ]),
+            EntityDescription(name: "Note", properties: [
+                .attribute("title", .string), .relationship("folder", destination: "Folder", inverse: "notes"),
+            ]),
+        ] + (archive ? [EntityDescription(name: "Archive", superentity: "Folder", properties: [.attribute("year", .integer16)])] : []))
+    }
+
+    @Test(arguments: Migrating.fileTypes)
+    func aRemovedSubEntityTakesItsRowsAndTheReferencesToThemAway(_ type: StoreType) throws {
+        let directory = TemporaryDirectory()
+        let url = directory.file("notes")
+        try Migrating.with(Self.model(archive: true), type, at: url) { (context: ManagedObjectContext) throws in
+            let folder = context.insertNewObject(forEntityName: "Folder")
+            folder.setValue("inbox", forKey: "name")
+            let archive = context.insertNewObject(forEntityName: "Archive")
+            archive.setValue("2020", forKey: "name")
+            for (title, owner) in [("kept", folder), ("orphan", archive)] {
+                let note = context.insertNewObject(forEntityName: "Note")
+                note.setValue(title, forKey: "title")
+                note.setValue(owner, forKey: "folder")
+            }
+        }
+        try Migrating.with(Self.model(archive: false), type, at: url, options: Migrating.from(Self.model(archive: true))) {
+            (context: ManagedObjectContext) throws in
+            #expect(try Migrating.fetch("Folder", in: context).map { $0.value(forKey: "name") as? String } == ["inbox"])
+            let notes = try Migrating.fetch("Note", in: context, sortedBy: "title")
+            #expect(notes.map { ($0.value(forKey: "folder") as? ManagedObject)?.value(forKey: "name") as? String } == ["inbox", nil])
+        }
+    }
+}
