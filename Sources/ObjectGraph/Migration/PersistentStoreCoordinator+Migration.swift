@@ -100,8 +100,16 @@ enum SQLiteMigration {
         }
         do {
             try queue.inTransaction(.exclusive) { db in
-                for mapping in mappings {
+                for (i, mapping) in mappings.enumerated() {
                     let state = try SQLiteFileState.read(db, url: url)
+                    // Another process or coordinator may have migrated the store since it was planned.
+                    let hashes = SQLiteStoreMetadata.versionHashes(in: state.metadata)
+                    if i == 0, let last = mappings.last, hashes == last.destination.entityVersionHashesByName { return .commit }
+                    guard hashes == mapping.source.entityVersionHashesByName else {
+                        throw ObjectGraphError(
+                            .migration, "The store at \(url.path) changed while it was being migrated (another process or coordinator wrote it); nothing was migrated, add it again",
+                            url: url)
+                    }
                     try SQLiteMigrationScript(mapping: mapping, state: state).run(in: db, url: url, progress: progress)
                 }
                 return .commit

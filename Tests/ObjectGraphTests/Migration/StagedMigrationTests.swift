@@ -143,3 +143,25 @@ struct StagedMigrationTests {
         }
     }
 }
+
+/// Two coordinators adding the same old store at once: one migrates it, the other finds it migrated.
+@Suite("Concurrent migration")
+struct ConcurrentMigrationTests {
+    @Test func twoCoordinatorsAddingTheSameOldStoreAtOnceBothOpenTheMigratedStore() throws {
+        let directory = TemporaryDirectory()
+        let url = directory.file("notes.sqlite")
+        try NotesVersions.seedV1(.sqlite, at: url)
+        let results = Protected<[String]>([])
+        DispatchQueue.concurrentPerform(iterations: 2) { _ in
+            do {
+                try Migrating.with(NotesVersions.v2(), .sqlite, at: url, options: Migrating.from(NotesVersions.v1())) { (context: ManagedObjectContext) throws in
+                    let count = try context.count(for: FetchRequest<ManagedObject>(entityName: "Note"))
+                    results.withLock { $0.append("\(count)") }
+                }
+            } catch {
+                results.withLock { $0.append("\(error)") }
+            }
+        }
+        #expect(results.withLock { $0 } == ["3", "3"])
+    }
+}
