@@ -61,14 +61,22 @@ struct Migrate: ParsableCommand {
         }
         let before = try counts(url, storeType, model: plan.steps[0].sourceModel, options: [PersistentStoreOption.readOnly: true])
         print("Migrating…")
-        var after: [String: Int] = [:]
         let elapsed: Double
         do {
-            elapsed = try seconds { after = try counts(url, storeType, model: newModel, options: options) }
+            elapsed = try seconds {
+                try PersistentStoreCoordinator.migrateStore(at: url, type: storeType, to: newModel, options: options) { progress in
+                    let width = 30, filled = progress.total == 0 ? width : width * progress.completed / progress.total
+                    let bar = String(repeating: "#", count: filled) + String(repeating: "-", count: width - filled)
+                    let line = "  step \(progress.step)/\(progress.steps) [\(bar)] \(progress.completed)/\(progress.total)"
+                    print(line, terminator: progress.completed == progress.total ? "\n" : "\r")
+                    fflush(nil)
+                }
+            }
         } catch {
             print("Migration failed, the store was left as it was: \(error)")
             throw ExitCode(1)
         }
+        let after = try counts(url, storeType, model: newModel, options: [:])
         print(String(format: "Migrated in %.2f s.", elapsed))
         print("Rows per entity (before → after):")
         for name in Set(before.keys).union(after.keys).sorted() {

@@ -19,6 +19,28 @@ extension PersistentStoreCoordinator {
         let plan = try MigrationPlanner.plan(forStoreAt: url, type: type, identity: identity, to: managedObjectModel, settings: settings, describe: false)
         try MigrationRunner.run(plan, storeAt: url, type: type)
     }
+
+    /// Migrates the store at `url` to `model` as ``addPersistentStore(type:configuration:at:options:)``
+    /// would with `options`, telling `progress` of each statement or file written (for the
+    /// command-line tool's progress bar). Does nothing when the store has the model.
+    package static func migrateStore(
+        at url: URL, type: StoreType, to model: ManagedObjectModel, options: [String: any Sendable]?,
+        progress: (MigrationProgress) -> Void
+    ) throws {
+        try model.validate()
+        let identity = try StoredModelIdentity(ofStoreAt: url, type: type)
+        let plan = try MigrationPlanner.plan(forStoreAt: url, type: type, identity: identity, to: model, settings: MigrationSettings(options), describe: false)
+        try MigrationRunner.run(plan, storeAt: url, type: type, progress: progress)
+    }
+}
+
+/// How far a migration is: the step, and the statements (or files) of the step done so far.
+package struct MigrationProgress: Sendable {
+    package var step: Int
+    package var steps: Int
+    package var completed: Int
+    package var total: Int
+    package var text: String
 }
 
 /// Runs a migration plan, all or nothing.
@@ -29,18 +51,19 @@ extension PersistentStoreCoordinator {
 ///   or on an atomic store: on a copy beside the store; the copy is renamed over the store at the
 ///   end (a rename is atomic), and removed on failure. The store is never half-migrated.
 enum MigrationRunner {
-    static func run(_ plan: MigrationPlan, storeAt url: URL, type: StoreType, progress: (String) -> Void = { _ in }) throws {
+    static func run(_ plan: MigrationPlan, storeAt url: URL, type: StoreType, progress: (MigrationProgress) -> Void = { _ in }) throws {
         guard !plan.steps.isEmpty else { return }
         if type == .sqlite && plan.steps.allSatisfy({ $0.kind == .lightweight }) {
             try SQLiteMigration.migrate(storeAt: url, through: plan.steps.map(\.mapping), progress: progress)
         } else if type != .sqlite && plan.steps.count == 1 && plan.steps[0].kind == .lightweight {
             try AtomicStoreMigration.migrate(storeAt: url, type: type, mapping: plan.steps[0].mapping)
+            progress(MigrationProgress(step: 1, steps: 1, completed: 1, total: 1, text: "rewrote \(url.lastPathComponent)"))
         } else {
             try runOnCopy(plan, storeAt: url, type: type, progress: progress)
         }
     }
 
-    private static func runOnCopy(_ plan: MigrationPlan, storeAt url: URL, type: StoreType, progress: (String) -> Void) throws {
+    private static func runOnCopy(_ plan: MigrationPlan, storeAt url: URL, type: StoreType, progress: (MigrationProgress) -> Void) throws {
         let files = FileManager.default
         let copy = url.deletingLastPathComponent().appendingPathComponent(".\(url.lastPathComponent).migrating-\(UUID().uuidString)")
         func removeCopy() { for suffix in ["", "-wal", "-shm", "-journal"] { try? files.removeItem(atPath: copy.path + suffix) } }
@@ -51,13 +74,13 @@ enum MigrationRunner {
             do { try files.copyItem(at: url, to: copy) } catch {
                 throw ObjectGraphError(.io, "Cannot copy the store at \(url.path) to migrate it: \(error); it was left as it was", url: url)
             }
-            for step in plan.steps {
+            for (index, step) in plan.steps.enumerated() {
                 if let handler = step.willMigrate { try runHandler(handler, model: step.sourceModel, storeAt: copy, type: type) }
-                progress("\(step.kind) migration \(MigrationPlanner.name(of: step.sourceModel)) → \(MigrationPlanner.name(of: step.destinationModel))")
                 if type == .sqlite {
-                    try SQLiteMigration.migrate(storeAt: copy, through: [step.mapping], progress: progress)
+                    try SQLiteMigration.migrate(storeAt: copy, through: [step.mapping], firstStep: index, steps: plan.steps.count, progress: progress)
                 } else {
                     try AtomicStoreMigration.migrate(storeAt: copy, type: type, mapping: step.mapping)
+                    progress(MigrationProgress(step: index + 1, steps: plan.steps.count, completed: 1, total: 1, text: "rewrote the store"))
                 }
                 if let handler = step.didMigrate { try runHandler(handler, model: step.destinationModel, storeAt: copy, type: type) }
             }
@@ -90,7 +113,10 @@ enum MigrationRunner {
 
 /// Runs lightweight migration steps on an SQLite store, in one transaction.
 enum SQLiteMigration {
-    static func migrate(storeAt url: URL, through mappings: [MigrationMapping], progress: (String) -> Void = { _ in }) throws {
+    static func migrate(
+        storeAt url: URL, through mappings: [MigrationMapping], firstStep: Int = 0, steps: Int? = nil,
+        progress: (MigrationProgress) -> Void = { _ in }
+    ) throws {
         var configuration = Configuration()
         configuration.busyMode = .timeout(10)
         configuration.label = "ObjectGraph.Migration"
@@ -110,7 +136,9 @@ enum SQLiteMigration {
                             .migration, "The store at \(url.path) changed while it was being migrated (another process or coordinator wrote it); nothing was migrated, add it again",
                             url: url)
                     }
-                    try SQLiteMigrationScript(mapping: mapping, state: state).run(in: db, url: url, progress: progress)
+                    try SQLiteMigrationScript(mapping: mapping, state: state).run(in: db, url: url) { completed, total, text in
+                        progress(MigrationProgress(step: firstStep + i + 1, steps: steps ?? mappings.count, completed: completed, total: total, text: text))
+                    }
                 }
                 return .commit
             }

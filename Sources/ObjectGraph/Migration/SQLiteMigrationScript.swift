@@ -349,14 +349,14 @@ struct SQLiteMigrationScript: Sendable {
     /// Runs the checks, then the statements, in `db` (inside the caller's transaction).
     ///
     /// - Throws: ``ObjectGraphError/migration`` for a failed check (nothing of this step was written).
-    func run(in db: Database, url: URL, progress: (String) -> Void = { _ in }) throws {
+    func run(in db: Database, url: URL, progress: (_ completed: Int, _ total: Int, _ statement: String) -> Void = { _, _, _ in }) throws {
         for (check, statement) in checks {
             let count = try Int.fetchOne(db, sql: statement.sql, arguments: StatementArguments(statement.arguments)) ?? 0
             if count > 0 { throw check.failure(count: count, url: url) }
         }
-        for statement in statements {
-            progress(statement.sql)
+        for (i, statement) in statements.enumerated() {
             try db.execute(sql: statement.sql, arguments: StatementArguments(statement.arguments))
+            progress(i + 1, statements.count, statement.sql)
         }
     }
 
