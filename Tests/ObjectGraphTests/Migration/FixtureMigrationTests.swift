@@ -159,3 +159,37 @@ struct FixtureMigrationTests {
         }
     }
 }
+
+/// A custom stage on a store whose data is only in its WAL: the WAL is folded in before the copy.
+@Suite("Migrating Core Data's stores with custom stages")
+struct FixtureCustomStageTests {
+    @Test func aCustomStageOnAStoreWhoseDataIsInItsWALKeepsTheData() throws {
+        let versions = try FixtureMigrationTests.models("wibosco-migration-wal")
+        let store = try CoreDataFixtures.url("wibosco-migration-wal/stores/CoreDataMigration_Example_WAL.sqlite")
+        let copy = try CoreDataFixtures.copyOfStore(store)
+        defer { try? FileManager.default.removeItem(at: copy.deletingLastPathComponent()) }
+        let hashes = try CoreDataFixtures.versionHashes(ofStore: store)
+        let start = try #require(versions.firstIndex { $0.entityVersionHashesByName == hashes })
+        // The store is at the newest version: the next one adds an attribute to every entity.
+        let next = ManagedObjectModel(entities: versions[start].entities.map { entity in
+            EntityDescription(
+                name: entity.name, superentity: entity.superentityName, isAbstract: entity.isAbstract,
+                properties: entity.declaredProperties.map { $0.copy() } + [.attribute("migrationNote", .string, defaultValue: "staged")],
+                uniquenessConstraints: entity.uniquenessConstraints, indexes: entity.indexes)
+        })
+        let models = Array(versions[...start]) + [next]
+        let before = try FixtureMigrationTests.counts(copy, model: models[start], options: [PersistentStoreOption.readOnly: true])
+        #expect(before.values.reduce(0, +) > 0)
+        let seen = Protected<[Int]>([])
+        let stage = CustomMigrationStage(
+            migratingFrom: models[start], to: models[start + 1],
+            willMigrate: { context in
+                let counts = try models[start].entities.map { try context.count(for: FetchRequest<ManagedObject>(entityName: $0.name)) }
+                seen.withLock { $0.append(counts.reduce(0, +)) }
+            })
+        let after = try FixtureMigrationTests.counts(copy, model: models[start + 1], options: Migrating.staged(StagedMigrationManager([stage])))
+        #expect(seen.withLock { $0 } == [before.values.reduce(0, +)], "willMigrate saw the rows of the WAL")
+        for name in Set(before.keys).intersection(after.keys) { #expect(after[name] == before[name], "\(name)") }
+        #expect(!FileManager.default.fileExists(atPath: copy.path + "-wal") || ((try? Data(contentsOf: URL(fileURLWithPath: copy.path + "-wal")))?.isEmpty ?? true))
+    }
+}
