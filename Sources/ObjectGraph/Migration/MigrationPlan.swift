@@ -104,10 +104,12 @@ enum StoredModelIdentity: Sendable {
                 throw ObjectGraphError(.io, "Cannot read the \(type) store at \(url.path): \(error)", url: url)
             }
             try AtomicFileIO.checkNesting(of: data, format: type == .xml ? .xml : .binary, url: url, type: type)
-            guard let file = try? PropertyListDecoder().decode(AtomicFile.self, from: data) else {
+            /// The one field needed: the rows are not decoded.
+            struct Header: Decodable { var modelHash: String }
+            guard let header = try? PropertyListDecoder().decode(Header.self, from: data) else {
                 throw ObjectGraphError(.notADatabase, "The file at \(url.path) is not an ObjectGraph \(type) store; it was left as it was", url: url)
             }
-            self = .modelHash(file.modelHash)
+            self = .modelHash(header.modelHash)
         default:
             throw ObjectGraphError(.unsupported, "Stores of type \(type) are not migrated", url: url)
         }
