@@ -13,7 +13,7 @@ struct Crash: ParsableCommand {
         commandName: "_crash",
         abstract: "Save from background contexts and exit, crash or drain (for ObjectGraph's crash tests).",
         shouldDisplay: false,
-        subcommands: [CrashSaver.self, CrashServer.self, CrashDefaultLocation.self])
+        subcommands: [CrashSaver.self, CrashServer.self, CrashDefaultLocation.self, CrashMigrator.self])
 }
 
 /// The crash tests' model. `Tests/ObjectGraphTests/Container/CrashSupport.swift` declares the same

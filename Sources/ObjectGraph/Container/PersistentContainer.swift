@@ -195,7 +195,7 @@ public final class PersistentContainer: Sendable, CustomStringConvertible {
         }
         let store: PersistentStore
         do {
-            let (type, url, configuration, options) = (description.type, description.url, description.configuration, description.options)
+            let (type, url, configuration, options) = (description.type, description.url, description.configuration, description.optionsForAdding)
             if let url, [.sqlite, .binary, .xml].contains(type), !description.isReadOnly {
                 try createFolder(for: url)
             }

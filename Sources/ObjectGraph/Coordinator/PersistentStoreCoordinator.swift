@@ -67,7 +67,9 @@ public final class PersistentStoreCoordinator: Sendable, CustomStringConvertible
     ///     read-only, reader count, busy timeout.
     /// - Throws: ``ObjectGraphError/invalidModel`` when the model is invalid,
     ///   ``ObjectGraphError/notADatabase`` for a file that is not an SQLite database (left as it was),
-    ///   ``ObjectGraphError/incompatibleModel`` for a store written with another model,
+    ///   ``ObjectGraphError/incompatibleModel`` for a store written with another model (unless the
+    ///   options ask for a migration: see <doc:MigratingStores>), ``ObjectGraphError/migration`` for a
+    ///   migration that cannot run (the store left as it was),
     ///   ``ObjectGraphError/io`` or ``ObjectGraphError/readOnly`` for a location that cannot be written.
     @discardableResult
     public func addPersistentStore(
@@ -80,6 +82,7 @@ public final class PersistentStoreCoordinator: Sendable, CustomStringConvertible
                 .invalidModel, "The model has no configuration named '\(configuration)' (it has: \(managedObjectModel.configurations.joined(separator: ", ")))",
                 url: url)
         }
+        try migrateStoreIfNeeded(type: type, at: url, options: options)
         let options = try StoreOptions(options)
         let readOnly = options.readOnly, durability = options.durability
         let readers = options.maximumReaderCount, busyTimeout = options.busyTimeout

@@ -30,6 +30,8 @@ final class AtomicStore: StoreBackend {
     var identifier: String { memory.identifier }
     var metadata: [String: any Sendable] { memory.metadata }
     var statementCount: Int { 0 }
+    /// The largest key handed out per root entity code (read by a migration, which keeps them).
+    var allocatedKeys: [Int: Int64] { memory.withState { $0.maxKeys } }
 
     init(url: URL, model: ManagedObjectModel, format: AtomicFormat, readOnly: Bool) throws {
         let type: StoreType = format == .xml ? .xml : .binary

@@ -1,0 +1,113 @@
+import ArgumentParser
+import Foundation
+import ObjectGraph
+
+/// `objectgraph migrate STORE --model NEW [--from OLD ...] [--dry-run]`: migrates a store to a new
+/// model version, printing the plan (with the SQL on SQLite) and the rows per entity before and after.
+struct Migrate: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Migrate a store to a new model version (lightweight, inferred), all or nothing.",
+        discussion: """
+            The store's own model is found among --from models, among the versions of --model when it is an \
+            .xcdatamodeld, or (SQLite) in the store itself (Core Data's Z_MODELCACHE). With --from given several \
+            times, the store migrates through each version after its own, in order. With --dry-run, the plan \
+            is printed and nothing is written. A migration that cannot run leaves the store as it was and exits with 1.
+            """)
+
+    @Argument(help: "The store file (.sqlite, or a binary or XML store).") var store: String
+    @Option(help: "The new model: an .xcdatamodeld (its current version), .xcdatamodel, .momd or .mom.") var model: String
+    @Option(help: "An earlier model version, oldest first; repeat for a chain.") var from: [String] = []
+    @Option(help: "The store type: sqlite, binary or xml (default: from the file's extension, else sqlite).") var type: String?
+    @Flag(help: "Print the plan without migrating.") var dryRun = false
+
+    func run() throws {
+        let url = URL(fileURLWithPath: store)
+        let storeType = try resolvedType(url)
+        let newModel = try ManagedObjectModel(contentsOf: URL(fileURLWithPath: model))
+        var versions = try from.map { try ManagedObjectModel(contentsOf: URL(fileURLWithPath: $0)) }
+        if versions.isEmpty, model.hasSuffix(".xcdatamodeld"), storeType == .sqlite {
+            // The version of the bundle that wrote the store, when it has one.
+            let hashes = try StoreFile.read(url).hashes
+            let bundle = URL(fileURLWithPath: model)
+            for name in try FileManager.default.contentsOfDirectory(atPath: bundle.path).sorted() where name.hasSuffix(".xcdatamodel") {
+                let version = try ManagedObjectModel(contentsOf: bundle.appendingPathComponent(name))
+                if version.entityVersionHashesByName == hashes { versions = [version] }
+            }
+        }
+        var options: [String: any Sendable] = [
+            PersistentStoreOption.migratePersistentStoresAutomatically: true,
+            PersistentStoreOption.inferMappingModelAutomatically: true,
+        ]
+        if !versions.isEmpty {
+            options[PersistentStoreOption.stagedMigrationManager] = StagedMigrationManager([LightweightMigrationStage(versions + [newModel])])
+        }
+        print("Store: \(url.path) (\(storeType))")
+        let plan: MigrationPlan
+        do {
+            plan = try PersistentStoreCoordinator.migrationPlan(forStoreAt: url, type: storeType, to: newModel, options: options)
+        } catch {
+            print("Cannot migrate: \(error)")
+            throw ExitCode(1)
+        }
+        if plan.steps.isEmpty {
+            print("The store already has this model: nothing to do.")
+            return
+        }
+        print("Plan: \(plan.steps.count) step\(plan.steps.count == 1 ? "" : "s")")
+        print(plan.description)
+        if dryRun {
+            print("Dry run: nothing was written.")
+            return
+        }
+        let before = try counts(url, storeType, model: plan.steps[0].sourceModel, options: [PersistentStoreOption.readOnly: true])
+        print("Migrating…")
+        let elapsed: Double
+        do {
+            elapsed = try seconds {
+                try PersistentStoreCoordinator.migrateStore(at: url, type: storeType, to: newModel, options: options) { progress in
+                    let width = 30, filled = progress.total == 0 ? width : width * progress.completed / progress.total
+                    let bar = String(repeating: "#", count: filled) + String(repeating: "-", count: width - filled)
+                    let line = "  step \(progress.step)/\(progress.steps) [\(bar)] \(progress.completed)/\(progress.total)"
+                    print(line, terminator: progress.completed == progress.total ? "\n" : "\r")
+                    fflush(nil)
+                }
+            }
+        } catch {
+            print("Migration failed, the store was left as it was: \(error)")
+            throw ExitCode(1)
+        }
+        let after = try counts(url, storeType, model: newModel, options: [:])
+        print(String(format: "Migrated in %.2f s.", elapsed))
+        print("Rows per entity (before → after):")
+        for name in Set(before.keys).union(after.keys).sorted() {
+            print("  \(name): \(before[name].map(String.init) ?? "-") → \(after[name].map(String.init) ?? "-")")
+        }
+    }
+
+    private func resolvedType(_ url: URL) throws -> StoreType {
+        switch (type ?? url.pathExtension).lowercased() {
+        case "xml": return .xml
+        case "binary", "bin": return .binary
+        case "sqlite", "sqlite3", "db", "": return .sqlite
+        case let other:
+            if type == nil { return .sqlite }
+            throw ValidationError("Unknown store type '\(other)': use sqlite, binary or xml")
+        }
+    }
+
+    /// Rows per entity (each entity's own, without sub-entities), read with `model`.
+    private func counts(_ url: URL, _ type: StoreType, model: ManagedObjectModel, options: [String: any Sendable]) throws -> [String: Int] {
+        let coordinator = PersistentStoreCoordinator(managedObjectModel: model)
+        let store = try coordinator.addPersistentStore(type: type, at: url, options: options)
+        defer { try? coordinator.removePersistentStore(store) }
+        let context = ManagedObjectContext(concurrencyType: .confinement)
+        context.persistentStoreCoordinator = coordinator
+        var counts: [String: Int] = [:]
+        for entity in model.entities {
+            let request = FetchRequest<ManagedObject>(entityName: entity.name)
+            request.includesSubentities = false
+            counts[entity.name] = try context.count(for: request)
+        }
+        return counts
+    }
+}
