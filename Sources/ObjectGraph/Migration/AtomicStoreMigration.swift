@@ -132,7 +132,10 @@ enum AtomicStoreMigration {
         newBackend.withState { state in
             for (code, key) in keys { state.maxKeys[code] = max(state.maxKeys[code] ?? 0, key) }
         }
-        let file = AtomicFile(identifier: oldBackend.identifier, modelHash: mapping.destination.versionHash, state: newBackend.currentState)
+        var file = AtomicFile(identifier: oldBackend.identifier, modelHash: mapping.destination.versionHash, state: newBackend.currentState)
+        // The file records its new model, as every atomic store does.
+        file.versionHashes = mapping.destination.entityVersionHashesByName
+        file.modelCache = try? CompiledModelWriter.modelCacheContent(mapping.destination)
         let encoder = PropertyListEncoder()
         encoder.outputFormat = format == .xml ? .xml : .binary
         let data: Data

@@ -192,7 +192,8 @@ enum MigrationPlanner {
 
     /// The model the store at `url` was written with: one of `candidates` (the models the app
     /// gives, matched by the store's version hashes, as Core Data does), else the copy the store
-    /// keeps (Core Data's `Z_MODELCACHE` in an SQLite store). Nil when neither has it.
+    /// records (`Z_MODELCACHE` in an SQLite store, Core Data's or ObjectGraph's; the model inside a
+    /// binary or XML file). Nil when neither has it.
     ///
     /// The one place a store's own record of its model is read: a store that records its model in
     /// another way (an atomic store's embedded model) is read here.
@@ -200,12 +201,8 @@ enum MigrationPlanner {
         ofStoreAt url: URL, type: StoreType, identity: StoredModelIdentity, among candidates: [ManagedObjectModel]
     ) throws -> ManagedObjectModel? {
         if let model = candidates.last(where: identity.matches) { return model }
-        switch type {
-        case .sqlite:
-            guard let model = try? ManagedObjectModel(contentsOfStoreAt: url), identity.matches(model) else { return nil }
-            return model
-        default:
-            return nil
-        }
+        guard [.sqlite, .binary, .xml].contains(type),
+              let model = try? PersistentStore.storedModel(at: url, type: type), identity.matches(model) else { return nil }
+        return model
     }
 }

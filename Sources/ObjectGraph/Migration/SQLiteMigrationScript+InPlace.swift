@@ -164,7 +164,10 @@ extension SQLiteMigrationScript {
         statements += renames + drops + adds + fills
         statements += create.filter { createdTable($0).map { createTables.contains($0.name) } ?? false }.map { Statement(sql: $0) }
         statements += indexStatements.map { sql in
-            Statement(sql: sql.hasPrefix("CREATE INDEX IF NOT EXISTS") ? sql : "CREATE INDEX IF NOT EXISTS" + sql.dropFirst("CREATE INDEX".count))
+            for kind in ["CREATE INDEX", "CREATE UNIQUE INDEX"] where sql.hasPrefix(kind + " \"") {
+                return Statement(sql: kind + " IF NOT EXISTS" + sql.dropFirst(kind.count))
+            }
+            return Statement(sql: sql)
         }
         return statements
     }
@@ -187,9 +190,10 @@ extension SQLiteMigrationScript {
         return (name, columns)
     }
 
-    /// The index a `CREATE INDEX` statement of ``SQLiteSchema`` creates, with its table.
+    /// The index a `CREATE [UNIQUE] INDEX` statement of ``SQLiteSchema`` creates, with its table.
     static func createdIndex(_ sql: String) -> (name: String, table: String)? {
-        for prefix in ["CREATE INDEX IF NOT EXISTS \"", "CREATE INDEX \""] where sql.hasPrefix(prefix) {
+        for prefix in ["CREATE INDEX IF NOT EXISTS \"", "CREATE INDEX \"", "CREATE UNIQUE INDEX IF NOT EXISTS \"", "CREATE UNIQUE INDEX \""]
+        where sql.hasPrefix(prefix) {
             let rest = sql.dropFirst(prefix.count)
             let name = String(rest.prefix { $0 != "\"" })
             guard let on = rest.range(of: "\" ON \"") else { return nil }

@@ -340,9 +340,16 @@ struct SQLiteMigrationScript: Sendable {
         statements.append(Statement(
             sql: "UPDATE \(SQLiteSchema.metadataTable) SET Z_PLIST = ? WHERE Z_VERSION = (SELECT MIN(Z_VERSION) FROM \(SQLiteSchema.metadataTable))",
             arguments: [plist.databaseValue]))
-        // The model Core Data cached in the store is the old one now.
-        if state.columns[SQLiteSchema.modelCacheTable] != nil {
+        // The store records its new model, as Core Data caches it (the table is created for a
+        // store written before stores recorded their model).
+        if state.columns[SQLiteSchema.modelCacheTable] == nil {
+            statements.append(Statement(sql: "CREATE TABLE \(SQLiteSchema.modelCacheTable) (Z_CONTENT BLOB)"))
+        } else {
             statements.append(Statement(sql: "DELETE FROM \(SQLiteSchema.modelCacheTable)"))
+        }
+        if let cache = try? CompiledModelWriter.modelCacheContent(mapping.destination) {
+            statements.append(Statement(
+                sql: "INSERT INTO \(SQLiteSchema.modelCacheTable) (Z_CONTENT) VALUES (?)", arguments: [cache.databaseValue]))
         }
     }
 

@@ -38,6 +38,29 @@ struct InferredMigrationTests {
         }
     }
 
+    /// Every store records its model: the app gives only its newest model and the two flags, and
+    /// each migration finds its source model in the store (then records the new one there).
+    @Test(arguments: Migrating.fileTypes)
+    func theStoresOwnRecordOfItsModelIsTheSourceOfAMigration(_ type: StoreType) throws {
+        let directory = TemporaryDirectory()
+        let url = directory.file("notes")
+        try NotesVersions.seedV1(type, at: url)
+        #expect(try PersistentStore.storedModel(at: url, type: type)?.versionChecksum == NotesVersions.v1().versionChecksum)
+        try Migrating.with(NotesVersions.v2(), type, at: url, options: Migrating.automatic) { (context: ManagedObjectContext) throws in
+            let notes = try Migrating.fetch("Note", in: context, sortedBy: "title")
+            #expect(notes.map { $0.value(forKey: "text") as? String } == ["body a", "body b", "body c"])
+        }
+        #expect(try PersistentStore.storedModel(at: url, type: type)?.versionChecksum == NotesVersions.v2().versionChecksum)
+        try Migrating.with(NotesVersions.v3(), type, at: url, options: Migrating.automatic) { (context: ManagedObjectContext) throws in
+            #expect(try Migrating.fetch("Note", in: context).count == 3)
+        }
+        #expect(try PersistentStore.storedModel(at: url, type: type)?.versionChecksum == NotesVersions.v3().versionChecksum)
+        // Without the flags, nothing migrates: the store says which model it needs.
+        #expect(throws: ObjectGraphError.incompatibleModel) {
+            try Migrating.with(NotesVersions.v1(), type, at: url) { _ in }
+        }
+    }
+
     @Test(arguments: Migrating.fileTypes)
     func theStoreKeepsItsUUIDAndObjectKeys(_ type: StoreType) throws {
         let directory = TemporaryDirectory()

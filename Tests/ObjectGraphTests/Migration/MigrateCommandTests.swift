@@ -34,6 +34,7 @@ struct MigrateCommandTests {
         try Migrating.with(NotesVersions.v1(), .sqlite, at: url) { (context: ManagedObjectContext) throws in
             context.insertNewObject(forEntityName: "Folder").setValue("x", forKey: "name")
         }
+        try Migrating.forgetModel(.sqlite, at: url)
         let before = Migrating.bytes(url)
         // The store does not keep its model and none is given: the plan is refused.
         let model = try CoreDataFixtures.url("coredataplus-samplemodel/SampleModel.xcdatamodeld/SampleModel2.xcdatamodel")

@@ -108,6 +108,7 @@ struct MigrationRefusalTests {
         let directory = TemporaryDirectory()
         let url = directory.file("items")
         try seed(type, at: url, names: ["a"])
+        try Migrating.forgetModel(type, at: url)
         Migrating.expectRefusal(.migration, at: url, mentioning: [url.path, "unknown"]) {
             try Migrating.with(items([.attribute("name", .string)]), type, at: url, options: Migrating.automatic) { _ in }
         }

@@ -1,4 +1,5 @@
 import Foundation
+import GRDB
 import Testing
 @testable import ObjectGraph
 
@@ -55,6 +56,28 @@ enum Migrating {
         let request = FetchRequest<ManagedObject>(entityName: entity)
         if let key { request.sortDescriptors = [FetchSortDescriptor(key: key, ascending: true)] }
         return try context.fetch(request)
+    }
+
+    /// Removes the model a store records (`Z_MODELCACHE`, or the model inside an atomic file), as
+    /// in a store written before stores recorded their model: only the app can then name its model.
+    static func forgetModel(_ type: StoreType, at url: URL) throws {
+        switch type {
+        case .sqlite:
+            let queue = try DatabaseQueue(path: url.path)
+            try queue.writeWithoutTransaction { db in
+                try db.execute(sql: "DELETE FROM Z_MODELCACHE")
+                try db.execute(sql: "PRAGMA wal_checkpoint(TRUNCATE)")
+            }
+            try queue.close()
+        default:
+            var file = try PropertyListDecoder().decode(AtomicFile.self, from: Data(contentsOf: url))
+            file.modelCache = nil
+            file.versionHashes = nil
+            let encoder = PropertyListEncoder()
+            encoder.outputFormat = type == .xml ? .xml : .binary
+            try encoder.encode(file).write(to: url)
+        }
+        #expect(try PersistentStore.storedModel(at: url, type: type) == nil)
     }
 
     /// The bytes of a store's files (the file and its -wal), to show a failed migration left them as they were.

@@ -14,6 +14,36 @@ import Darwin
 struct AtomicStoreFileTests {
     private static let depth = 100_000
 
+    /// Two models that differ only in the order they list an entity's properties are the same
+    /// model (same version hashes); the file says which cell holds which property, so either reads
+    /// the other's file, values in their places.
+    @Test(arguments: [StoreType.binary, .xml])
+    func aModelListingThePropertiesInAnotherOrderReadsTheFile(_ type: StoreType) throws {
+        let directory = TemporaryDirectory()
+        let url = directory.file("items")
+        func model(reversed: Bool) -> ManagedObjectModel {
+            let properties: [PropertyDescription] = [.attribute("name", .string), .attribute("count", .integer64), .attribute("note", .string)]
+            return ManagedObjectModel(entities: [EntityDescription(name: "Item", properties: reversed ? properties.reversed() : properties)])
+        }
+        #expect(model(reversed: false).versionChecksum == model(reversed: true).versionChecksum)
+        let writer = PersistentStoreCoordinator(managedObjectModel: model(reversed: false))
+        let store = try writer.addPersistentStore(type: type, at: url)
+        let context = ManagedObjectContext(concurrencyType: .confinement)
+        context.persistentStoreCoordinator = writer
+        _ = context.insert("Item", ["name": "bolt", "count": Int64(7), "note": "steel"])
+        try context.save()
+        try writer.removePersistentStore(store)
+
+        let reader = PersistentStoreCoordinator(managedObjectModel: model(reversed: true))
+        try reader.addPersistentStore(type: type, at: url)
+        let readerContext = ManagedObjectContext(concurrencyType: .confinement)
+        readerContext.persistentStoreCoordinator = reader
+        let item = try #require(try readerContext.all("Item").first)
+        #expect(item.value(forKey: "name") as? String == "bolt")
+        #expect(item.value(forKey: "count") as? Int64 == 7)
+        #expect(item.value(forKey: "note") as? String == "steel")
+    }
+
     @Test func anXMLFileNestingArraysTooDeeplyIsRefusedAsNotADatabase() throws {
         let directory = TemporaryDirectory()
         let url = directory.file("deep.xml")

@@ -184,6 +184,11 @@ struct AtomicFile: Codable {
     /// The compiled model that wrote the file, as Core Data caches it in `Z_MODELCACHE`: a raw
     /// DEFLATE stream of the keyed archive (nil in files written before ObjectGraph recorded it).
     var modelCache: Data?
+    /// The property names of each entity with rows, in the order of its rows' cells (nil in files
+    /// written before ObjectGraph recorded them). A model that lists an entity's properties in
+    /// another order (the model read back from `modelCache` lists them by name, as Core Data does)
+    /// reads each cell by its name.
+    var columns: [String: [String]]?
     var maxKeys: [Int64]
     var rows: [Row]
     var joins: [Join]
@@ -240,6 +245,13 @@ struct AtomicFile: Codable {
                 Row(entity: snapshot.entity.entityCode, key: key, version: snapshot.version, values: snapshot.values.map(Self.cell))
             }
         }.sorted { ($0.entity, $0.key) < ($1.entity, $1.key) }
+        var columns: [String: [String]] = [:]
+        for table in state.tables.values {
+            for snapshot in table.values where columns[snapshot.entity.name] == nil {
+                columns[snapshot.entity.name] = snapshot.entity.properties.map(\.name)
+            }
+        }
+        self.columns = columns
         joins = state.joinForward.flatMap { table, sources in
             sources.flatMap { source, destinations in
                 destinations.map { destination, entry in
@@ -302,10 +314,21 @@ struct AtomicFile: Codable {
                 entity < entities.count ? .objectID(ManagedObjectID(entity: entities[entity], store: store, primaryKey: key)) : .null
             }
         }
+        // Where each property's cell is, for an entity whose cells the file lists in another order.
+        var positions: [Int: [Int?]] = [:]
+        for (code, entity) in entities.enumerated() {
+            guard let names = columns?[entity.name] else { continue }
+            let order = entity.properties.map(\.name)
+            if names != order { positions[code] = order.map { names.firstIndex(of: $0) } }
+        }
         let indexer = InMemorySave(request: StoreSaveRequest(), store: store, model: model)
         for row in rows where row.entity < entities.count {
             let entity = entities[row.entity]
-            let snapshot = Snapshot(entity: entity, version: row.version, values: row.values.map(value))
+            var values = row.values.map(value)
+            if let cells = positions[row.entity] {
+                values = cells.map { position in position.flatMap { $0 < values.count ? values[$0] : nil } ?? .null }
+            }
+            let snapshot = Snapshot(entity: entity, version: row.version, values: values)
             state.tables[entity.rootEntity.entityCode, default: [:]][row.key] = snapshot
             indexer.index(snapshot, pk: row.key, in: &state)
         }
