@@ -56,7 +56,10 @@ extension PersistentContainer {
     ///   still running; the stores are left open.
     public func shutdown(timeout: Duration = .seconds(10)) async throws {
         try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
-            let thread = Thread { [self] in
+            // A thread of its own, not Foundation's `Thread`, which would keep the container until
+            // the thread's exit, and might release it there, where closing its stores corrupts
+            // libdispatch's thread data (see `ThreadOfItsOwn`).
+            ThreadOfItsOwn.start { [self] in
                 do {
                     try drainAndClose(timeout: timeout, caller: .other)
                     continuation.resume()
@@ -64,8 +67,6 @@ extension PersistentContainer {
                     continuation.resume(throwing: error)
                 }
             }
-            thread.name = "ObjectGraph.shutdown(\(name))"
-            thread.start()
         }
     }
 

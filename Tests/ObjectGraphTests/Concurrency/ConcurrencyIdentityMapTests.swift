@@ -34,7 +34,7 @@ struct ConcurrencyIdentityMapTests {
             let group = DispatchGroup()
             for parcel in parcels {
                 group.enter()
-                Thread.detachNewThread {
+                ThreadOfItsOwn.start {
                     start.wait()
                     parcel.objects.removeAll()
                     group.leave()

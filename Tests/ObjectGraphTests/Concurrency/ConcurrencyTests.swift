@@ -75,9 +75,7 @@ struct ConcurrencyTests {
         let context = stack.context()
         #expect(context.isOnQueue)
         let elsewhere = Recorder<Bool>()
-        let thread = Thread { elsewhere.append(context.isOnQueue) }
-        thread.start()
-        while !thread.isFinished { usleep(1000) }
+        ThreadOfItsOwn.run { elsewhere.append(context.isOnQueue) }
         #expect(elsewhere.values == [false])
     }
 

@@ -10,18 +10,11 @@ struct HandedOver<T>: @unchecked Sendable {  // used by one thread at a time, or
 /// Runs `body` on a thread with a 512 KiB stack (a common server thread size) and waits for it:
 /// a predicate walk that recursed without bound would overflow it and crash the test run.
 func onSmallStack<T>(_ body: @escaping () throws -> T) throws -> T {
-    let box = Protected<HandedOver<Result<T, any Error>>?>(nil)
-    let work = HandedOver(value: body)
-    let done = DispatchSemaphore(value: 0)
-    let thread = Thread {
-        let result = Result { try work.value() }
-        box.withLock { $0 = HandedOver(value: result) }
-        done.signal()
-    }
-    thread.stackSize = 512 * 1024
-    thread.start()
-    done.wait()
-    return try box.withLock { $0! }.value.get()
+    var result: Result<T, any Error>?
+    // A thread of its own (not Foundation's `Thread`, which keeps `body` and its captures until the
+    // thread's exit, where releasing a database corrupts libdispatch's thread data).
+    ThreadOfItsOwn.run(stackSize: 512 * 1024) { result = Result { try body() } }
+    return try result!.get()
 }
 
 @Suite("Predicate nesting and size limits")

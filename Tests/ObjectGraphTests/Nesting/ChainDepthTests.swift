@@ -8,14 +8,7 @@ import Testing
 struct ChainDepthTests {
     /// Runs a body on a thread with a 512 KiB stack (a dispatch worker's size) and waits for it.
     static func onSmallStack(_ body: @escaping @Sendable () -> Void) {
-        let done = DispatchSemaphore(value: 0)
-        let thread = Thread {
-            body()
-            done.signal()
-        }
-        thread.stackSize = 512 * 1024
-        thread.start()
-        done.wait()
+        ThreadOfItsOwn.run(stackSize: 512 * 1024, body)
     }
 
     @Test(arguments: [StoreKind.sqlite, .inMemory])

@@ -77,9 +77,9 @@ func eventually(within seconds: Double = 10, _ condition: () throws -> Bool) ret
 /// deadlock), which the test reports instead of hanging.
 func finishes(within seconds: Double = 30, _ work: @escaping @Sendable () -> Void) -> Bool {
     let done = DispatchSemaphore(value: 0)
-    Thread {
+    ThreadOfItsOwn.start {
         work()
         done.signal()
-    }.start()
+    }
     return done.wait(timeout: .now() + seconds) == .success
 }

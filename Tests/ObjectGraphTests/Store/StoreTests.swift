@@ -305,11 +305,9 @@ struct StoreTests {
         stack.coordinator.unlock()
         func tryFromAnotherThread() -> Bool {
             let result = LockedFlag()
-            let thread = Thread {
+            ThreadOfItsOwn.run {
                 if stack.coordinator.tryLock() { result.set(); stack.coordinator.unlock() }
             }
-            thread.start()
-            while !thread.isFinished { usleep(1000) }
             return result.value
         }
         #expect(!tryFromAnotherThread())
