@@ -10,14 +10,10 @@ import Darwin
 /// A child process started with `posix_spawn`, its standard output and error read as they come by
 /// two threads of its own, and reaped with `waitpid`.
 ///
-/// Foundation's `Process` is not used. On Linux its `waitUntilExit()` runs the calling thread's run
-/// loop, and the test runner's threads are libdispatch's worker threads: when such a thread exits,
-/// libdispatch frees its cache of continuations but keeps the pointer, and the run loop's teardown,
-/// which comes later in the thread's exit, takes a continuation from the freed cache. glibc then
-/// aborted the whole test process ("unaligned tcache chunk detected" at thread exit, or
-/// "malloc_consolidate(): unaligned fastbin chunk detected" later), about one full run in four. A
-/// core of one such abort showed the freed chunk holding a `dispatch_async` block continuation,
-/// its first word overwritten with the continuation's flags.
+/// Foundation's `Process` is not used: on Linux its `waitUntilExit()` runs the calling thread's run
+/// loop, so the test runner's libdispatch worker threads would get run loops, torn down with the
+/// thread's other thread-specific data after libdispatch's own. Anything there that touches
+/// Dispatch corrupts the heap (see `ThreadOfItsOwn`); nothing here does.
 final class ChildProcess: @unchecked Sendable {  // mutable state is guarded by `lock`
     let pid: pid_t
     private let lock = NSLock()
