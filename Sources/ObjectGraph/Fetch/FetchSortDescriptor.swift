@@ -167,6 +167,12 @@ struct SortKeyReader {
     /// - Throws: ``ObjectGraphError/invalidFetchRequest`` when the key is unknown or to-many.
     mutating func value(_ index: Int, of subject: any PredicateSubject) throws -> Value {
         let path = try paths(for: subject.predicateEntity)[index]
+        if path.steps.count == 1, case .attribute(let attribute) = path.steps[0], attribute.attributeType != .transformable,
+           let object = subject as? ManagedObject {
+            // An object's own attribute (the usual sort key): read in place, without the key's lookup by name.
+            object.fireFaultIfNeeded()
+            if attribute.index < object.values.count { return object.values[attribute.index] }
+        }
         guard case .scalar(let value) = try PredicateEvaluator.values(of: path, from: subject) else { return .null }
         return value
     }
