@@ -153,13 +153,15 @@ final class ResultsState {
     /// that sorts before it or the same (so equal objects keep their order).
     private func merging(_ members: [ManagedObject], changed: Set<ObjectIdentifier>, into current: [ManagedObject]) -> Merge {
         var merge = Merge()
-        var kept: [ManagedObject] = []
+        // The unchanged objects, as their indices in `current` (not the objects themselves: copying
+        // 100,000 references retains and releases each, touching every object's memory).
+        var kept: [Int] = []
         kept.reserveCapacity(current.count)
-        for (index, object) in current.enumerated() {
-            if changed.contains(ObjectIdentifier(object)) {
-                merge.removed.append((index, object))
+        for index in current.indices {
+            if changed.contains(ObjectIdentifier(current[index])) {
+                merge.removed.append((index, current[index]))
             } else {
-                kept.append(object)
+                kept.append(index)
             }
         }
         var reader = SortKeyReader(sortDescriptors)
@@ -178,15 +180,15 @@ final class ResultsState {
             var low = start, high = kept.count
             while low < high {
                 let middle = (low + high) / 2
-                let order = (try? reader.compare(kept[middle], keys[i])) ?? .orderedSame
+                let order = (try? reader.compare(current[kept[middle]], keys[i])) ?? .orderedSame
                 if order == .orderedDescending { high = middle } else { low = middle + 1 }
             }
-            merge.objects.append(contentsOf: kept[start..<low])
+            for index in kept[start..<low] { merge.objects.append(current[index]) }
             start = low
             merge.inserted.append((merge.objects.count, members[i]))
             merge.objects.append(members[i])
         }
-        merge.objects.append(contentsOf: kept[start...])
+        for index in kept[start...] { merge.objects.append(current[index]) }
         return merge
     }
 
