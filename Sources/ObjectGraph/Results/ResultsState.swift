@@ -5,11 +5,19 @@ import Foundation
 /// the snapshot streams' continuations, which are behind a lock.
 final class ResultsState {
     weak var delegate: (any FetchedResultsControllerDelegate)? {
-        didSet { delegateLacksDifferences = false }
+        didSet {
+            let type = delegate.map { ObjectIdentifier(Swift.type(of: $0)) }
+            delegateLacksDifferences = type.map { type in Self.typesLackingDifferences.withLock { $0.contains(type) } } ?? false
+        }
     }
-    /// Learned at the first change told to the current delegate: it does not implement
-    /// `controller(_:didChangeContentWith:)`, so no difference is computed for it again.
+    /// Learned at the first change told to the current delegate, or from an earlier delegate of
+    /// the same class: it does not implement `controller(_:didChangeContentWith:)`, so no
+    /// difference is computed for it again.
     private var delegateLacksDifferences = false
+    /// The delegate classes known not to implement `controller(_:didChangeContentWith:)` (a class's
+    /// witness for it cannot change), so that a new controller need not compute a difference to
+    /// find out.
+    private static let typesLackingDifferences = Protected(Set<ObjectIdentifier>())
     /// The controller that owns the state (a view does not stop it when it goes away).
     var owner: ObjectIdentifier?
     private(set) var objects: [ManagedObject]?
@@ -157,8 +165,21 @@ final class ResultsState {
         // 100,000 references retains and releases each, touching every object's memory).
         var kept: [Int] = []
         kept.reserveCapacity(current.count)
+        // A bit per hash of an object's address, set for the changed objects: most objects are
+        // passed over by one bit test, without hashing them for the set.
+        var maybeChanged = [UInt64](repeating: 0, count: 1024)
+        func bit(_ id: ObjectIdentifier) -> Int {
+            let address = UInt(bitPattern: id)
+            return Int(truncatingIfNeeded: (address >> 4) ^ (address >> 20)) & 0xFFFF
+        }
+        for id in changed {
+            let b = bit(id)
+            maybeChanged[b >> 6] |= 1 << UInt64(b & 63)
+        }
         for index in current.indices {
-            if changed.contains(ObjectIdentifier(current[index])) {
+            let id = ObjectIdentifier(current[index])
+            let b = bit(id)
+            if maybeChanged[b >> 6] & (1 << UInt64(b & 63)) != 0, changed.contains(id) {
                 merge.removed.append((index, current[index]))
             } else {
                 kept.append(index)
@@ -289,6 +310,8 @@ final class ResultsState {
                 return
             }
             delegateLacksDifferences = true
+            let type = ObjectIdentifier(Swift.type(of: delegate))
+            _ = Self.typesLackingDifferences.withLock { $0.insert(type) }
             objects = oldObjects
             sections = oldSections
         }
