@@ -148,6 +148,10 @@ struct SortKeyReader {
     private var paths: [ObjectIdentifier: [AnalyzedKeyPath]] = [:]
     /// The last entity looked up and its paths (the results are usually of one entity).
     private var last: (entity: ObjectIdentifier, paths: [AnalyzedKeyPath])?
+    /// For the last entity, the index of each descriptor's attribute when the key is an attribute
+    /// of the object itself (the usual sort key), read in place by `value(_:of:)`.
+    private var ownAttributes: [Int?] = []
+    private var ownAttributesEntity: ObjectIdentifier?
 
     init(_ descriptors: [FetchSortDescriptor]) {
         self.descriptors = descriptors
@@ -159,7 +163,37 @@ struct SortKeyReader {
         let found = try paths[key] ?? descriptors.map { try $0.analyzedKeyPath(from: entity) }
         paths[key] = found
         last = (key, found)
+        ownAttributesEntity = key
+        ownAttributes = found.map { path in
+            guard path.steps.count == 1, case .attribute(let attribute) = path.steps[0],
+                  attribute.attributeType != .transformable else { return nil }
+            return attribute.index
+        }
         return found
+    }
+
+    /// The value `object` sorts by for the descriptor at `index`: an attribute of its own is read
+    /// in place, without copying the analyzed key path or looking the key up by name.
+    ///
+    /// - Throws: ``ObjectGraphError/invalidFetchRequest`` when the key is unknown or to-many.
+    mutating func value(_ index: Int, of object: ManagedObject) throws -> Value {
+        if ownAttributesEntity == ObjectIdentifier(object.entity), let attribute = ownAttributes[index] {
+            object.fireFaultIfNeeded()
+            if attribute < object.values.count { return object.values[attribute] }
+        }
+        return try value(index, of: object as any PredicateSubject)
+    }
+
+    /// Compares `object` with an object whose sort values are `keys`, reading only the values it
+    /// needs.
+    ///
+    /// - Throws: ``ObjectGraphError/invalidFetchRequest`` when a key is unknown or to-many.
+    mutating func compare(_ object: ManagedObject, _ keys: [Value]) throws -> ComparisonResult {
+        for (index, descriptor) in descriptors.enumerated() where index < keys.count {
+            let order = descriptor.compare(try value(index, of: object), keys[index])
+            if order != .orderedSame { return order }
+        }
+        return .orderedSame
     }
 
     /// The value `subject` sorts by for the descriptor at `index`.
