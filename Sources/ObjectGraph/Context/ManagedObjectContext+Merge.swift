@@ -137,8 +137,10 @@ extension ManagedObjectContext {
         // object here (in `deletedObjects`, as in Core Data) until this context saves or resets.
         if !changes.deletedObjectIDs.isEmpty {
             let gone = changes.deletedObjectIDs
-            for object in liveObjects where !gone.contains(object.objectID) {
-                forgetDestinations(gone, in: object)
+            if relationshipsMayReach(gone, toManyOnly: false) {
+                for object in liveObjects where !gone.contains(object.objectID) {
+                    forgetDestinations(gone, in: object)
+                }
             }
             for id in gone {
                 guard let object = registered[canonical(id)]?.object, !object.state.isDeletedElsewhere else { continue }
@@ -164,7 +166,7 @@ extension ManagedObjectContext {
         }
         let changed = changes.insertedObjectIDs.union(changes.updatedObjectIDs)
         if !changed.isEmpty {
-            let listsObjects = liveObjects.contains { object in
+            let listsObjects = relationshipsMayReach(changed, toManyOnly: true) && liveObjects.contains { object in
                 !object.isFault && object.toMany.values.contains(where: \.isLoaded)
             }
             let wanted = changed.filter { id in
@@ -258,6 +260,25 @@ extension ManagedObjectContext {
         return values
     }
 
+    /// Whether some relationship of the model (a to-many one, when `toManyOnly`) can hold one of
+    /// `ids`' objects. When none can, a merge has no relationship to correct for them and need not
+    /// look at every registered object: its work stays in proportion to the changes.
+    private func relationshipsMayReach(_ ids: Set<ManagedObjectID>, toManyOnly: Bool) -> Bool {
+        guard !ids.isEmpty else { return false }
+        guard let model else { return true }
+        var targets: [EntityDescription] = []
+        for id in ids where !targets.contains(where: { $0 === id.entity }) { targets.append(id.entity) }
+        // IDs of another model's entities (another coordinator's): no shortcut.
+        guard targets.allSatisfy({ target in model.entities.contains { $0 === target } }) else { return true }
+        for entity in model.entities {
+            for relationship in entity.relationships where !toManyOnly || relationship.isToMany {
+                guard let destination = relationship.destinationEntity else { return true }
+                if targets.contains(where: { $0.isKindOf(entity: destination) }) { return true }
+            }
+        }
+        return false
+    }
+
     /// Removes IDs from an object's relationships without recording a change (they were deleted
     /// and saved elsewhere).
     private func forgetDestinations(_ gone: Set<ManagedObjectID>, in object: ManagedObject) {
@@ -285,6 +306,7 @@ extension ManagedObjectContext {
     /// may hold it simply reload when next used; relationships with unsaved changes are corrected
     /// in place, without recording a change.
     private func refaultToManyRelationships(touchedBy changes: SaveChanges) {
+        guard relationshipsMayReach(changes.insertedObjectIDs.union(changes.updatedObjectIDs), toManyOnly: true) else { return }
         if changes.snapshots.isEmpty {
             guard !(changes.insertedObjectIDs.isEmpty && changes.updatedObjectIDs.isEmpty) else { return }
             // Without rows, any loaded to-many may be stale.

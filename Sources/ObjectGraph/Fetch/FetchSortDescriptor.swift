@@ -112,15 +112,13 @@ public struct FetchSortDescriptor: Sendable, Hashable, CustomStringConvertible {
     static func compare(
         _ a: any PredicateSubject, _ b: any PredicateSubject, by descriptors: [FetchSortDescriptor]
     ) throws -> ComparisonResult {
-        for descriptor in descriptors {
-            let order = descriptor.compare(try descriptor.sortValue(of: a), try descriptor.sortValue(of: b))
-            if order != .orderedSame { return order }
-        }
-        return .orderedSame
+        var reader = SortKeyReader(descriptors)
+        let keys = try reader.values(of: b)
+        return try reader.compare(a, keys)
     }
 
     /// Sorts `elements` by `descriptors`, keeping the given order of elements that compare the
-    /// same. Each element's sort values are read once.
+    /// same. Each element's sort values are read once, and each key path is checked once per entity.
     ///
     /// - Parameter subject: the subject each element is evaluated as.
     /// - Throws: ``ObjectGraphError/invalidFetchRequest`` when a key is unknown or to-many.
@@ -128,20 +126,116 @@ public struct FetchSortDescriptor: Sendable, Hashable, CustomStringConvertible {
         _ elements: [Element], by descriptors: [FetchSortDescriptor], subject: (Element) -> any PredicateSubject
     ) throws -> [Element] {
         if descriptors.isEmpty || elements.count < 2 { return elements }
-        let keys: [[Value]] = try elements.map { element in
-            let s = subject(element)
-            return try descriptors.map { try $0.sortValue(of: s) }
-        }
+        var reader = SortKeyReader(descriptors)
+        let keys: [[Value]] = try elements.map { try reader.values(of: subject($0)) }
         let order = keys.indices.sorted { i, j in
-            for (n, descriptor) in descriptors.enumerated() {
-                switch descriptor.compare(keys[i][n], keys[j][n]) {
-                case .orderedAscending: return true
-                case .orderedDescending: return false
-                case .orderedSame: continue
-                }
+            switch reader.compare(keys[i], keys[j]) {
+            case .orderedAscending: true
+            case .orderedDescending: false
+            case .orderedSame: i < j
             }
-            return i < j
         }
         return order.map { elements[$0] }
+    }
+}
+
+/// Reads and compares objects' sort values for a list of descriptors, checking each key path
+/// against an entity once rather than at every comparison (a controller's merge compares the
+/// changed objects with thousands of others).
+struct SortKeyReader {
+    let descriptors: [FetchSortDescriptor]
+    /// The analyzed key paths, one per descriptor, by the entity they start from.
+    private var paths: [ObjectIdentifier: [AnalyzedKeyPath]] = [:]
+    /// The last entity looked up and its paths (the results are usually of one entity).
+    private var last: (entity: ObjectIdentifier, paths: [AnalyzedKeyPath])?
+    /// For the last entity, the index of each descriptor's attribute when the key is an attribute
+    /// of the object itself (the usual sort key), read in place by `value(_:of:)`.
+    private var ownAttributes: [Int?] = []
+    private var ownAttributesEntity: ObjectIdentifier?
+
+    init(_ descriptors: [FetchSortDescriptor]) {
+        self.descriptors = descriptors
+    }
+
+    private mutating func paths(for entity: EntityDescription) throws -> [AnalyzedKeyPath] {
+        let key = ObjectIdentifier(entity)
+        if let last, last.entity == key { return last.paths }
+        let found = try paths[key] ?? descriptors.map { try $0.analyzedKeyPath(from: entity) }
+        paths[key] = found
+        last = (key, found)
+        ownAttributesEntity = key
+        ownAttributes = found.map { path in
+            guard path.steps.count == 1, case .attribute(let attribute) = path.steps[0],
+                  attribute.attributeType != .transformable else { return nil }
+            return attribute.index
+        }
+        return found
+    }
+
+    /// The value `object` sorts by for the descriptor at `index`: an attribute of its own is read
+    /// in place, without copying the analyzed key path or looking the key up by name.
+    ///
+    /// - Throws: ``ObjectGraphError/invalidFetchRequest`` when the key is unknown or to-many.
+    mutating func value(_ index: Int, of object: ManagedObject) throws -> Value {
+        if ownAttributesEntity == ObjectIdentifier(object.entity), let attribute = ownAttributes[index] {
+            object.fireFaultIfNeeded()
+            if attribute < object.values.count { return object.values[attribute] }
+        }
+        return try value(index, of: object as any PredicateSubject)
+    }
+
+    /// Compares `object` with an object whose sort values are `keys`, reading only the values it
+    /// needs.
+    ///
+    /// - Throws: ``ObjectGraphError/invalidFetchRequest`` when a key is unknown or to-many.
+    mutating func compare(_ object: ManagedObject, _ keys: [Value]) throws -> ComparisonResult {
+        for (index, descriptor) in descriptors.enumerated() where index < keys.count {
+            let order = descriptor.compare(try value(index, of: object), keys[index])
+            if order != .orderedSame { return order }
+        }
+        return .orderedSame
+    }
+
+    /// The value `subject` sorts by for the descriptor at `index`.
+    ///
+    /// - Throws: ``ObjectGraphError/invalidFetchRequest`` when the key is unknown or to-many.
+    mutating func value(_ index: Int, of subject: any PredicateSubject) throws -> Value {
+        let path = try paths(for: subject.predicateEntity)[index]
+        if path.steps.count == 1, case .attribute(let attribute) = path.steps[0], attribute.attributeType != .transformable,
+           let object = subject as? ManagedObject {
+            // An object's own attribute (the usual sort key): read in place, without the key's lookup by name.
+            object.fireFaultIfNeeded()
+            if attribute.index < object.values.count { return object.values[attribute.index] }
+        }
+        guard case .scalar(let value) = try PredicateEvaluator.values(of: path, from: subject) else { return .null }
+        return value
+    }
+
+    /// The values `subject` sorts by, one per descriptor.
+    ///
+    /// - Throws: ``ObjectGraphError/invalidFetchRequest`` when a key is unknown or to-many.
+    mutating func values(of subject: any PredicateSubject) throws -> [Value] {
+        try descriptors.indices.map { try value($0, of: subject) }
+    }
+
+    /// Compares `subject` with an object whose sort values are `keys`, reading only the values
+    /// it needs.
+    ///
+    /// - Throws: ``ObjectGraphError/invalidFetchRequest`` when a key is unknown or to-many.
+    mutating func compare(_ subject: any PredicateSubject, _ keys: [Value]) throws -> ComparisonResult {
+        for (index, descriptor) in descriptors.enumerated() where index < keys.count {
+            let order = descriptor.compare(try value(index, of: subject), keys[index])
+            if order != .orderedSame { return order }
+        }
+        return .orderedSame
+    }
+
+    /// Compares two lists of sort values: the first descriptor that tells them apart decides.
+    func compare(_ a: [Value], _ b: [Value]) -> ComparisonResult {
+        for (index, descriptor) in descriptors.enumerated() where index < a.count && index < b.count {
+            let order = descriptor.compare(a[index], b[index])
+            if order != .orderedSame { return order }
+        }
+        return .orderedSame
     }
 }

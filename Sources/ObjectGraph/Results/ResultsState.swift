@@ -5,11 +5,19 @@ import Foundation
 /// the snapshot streams' continuations, which are behind a lock.
 final class ResultsState {
     weak var delegate: (any FetchedResultsControllerDelegate)? {
-        didSet { delegateLacksDifferences = false }
+        didSet {
+            let type = delegate.map { ObjectIdentifier(Swift.type(of: $0)) }
+            delegateLacksDifferences = type.map { type in Self.typesLackingDifferences.withLock { $0.contains(type) } } ?? false
+        }
     }
-    /// Learned at the first change told to the current delegate: it does not implement
-    /// `controller(_:didChangeContentWith:)`, so no difference is computed for it again.
+    /// Learned at the first change told to the current delegate, or from an earlier delegate of
+    /// the same class: it does not implement `controller(_:didChangeContentWith:)`, so no
+    /// difference is computed for it again.
     private var delegateLacksDifferences = false
+    /// The delegate classes known not to implement `controller(_:didChangeContentWith:)` (a class's
+    /// witness for it cannot change), so that a new controller need not compute a difference to
+    /// find out.
+    private static let typesLackingDifferences = Protected(Set<ObjectIdentifier>())
     /// The controller that owns the state (a view does not stop it when it goes away).
     var owner: ObjectIdentifier?
     private(set) var objects: [ManagedObject]?
@@ -129,8 +137,12 @@ final class ResultsState {
                 // Objects past the limit may move in: only a fetch knows.
                 next = (try? refetch()) ?? current.filter { !changed.contains(ObjectIdentifier($0)) }
             } else {
-                next = current.filter { !changed.contains(ObjectIdentifier($0)) }
-                for object in relevant where belongs(object, to: context) { insertSorted(object, into: &next) }
+                // Objects merged from another context's save are faults: one read of the store
+                // fills them all, rather than one each as the predicate and the sort read them.
+                context.fulfillFaults(relevant.filter { $0.isFault && $0.managedObjectContext === context && !$0.isDeleted })
+                let merge = merging(relevant.filter { belongs($0, to: context) }, changed: changed, into: current)
+                if section == nil { return apply(merge, from: current) }
+                next = merge.objects
             }
         }
         apply(next, changed: changed)
@@ -143,16 +155,108 @@ final class ResultsState {
         return (try? object.matches(predicate)) ?? false
     }
 
-    /// Inserts an object after every object that sorts before it or the same (the results stay
-    /// sorted, and equal objects keep their order).
-    private func insertSorted(_ object: ManagedObject, into list: inout [ManagedObject]) {
-        var low = 0, high = list.count
-        while low < high {
-            let middle = (low + high) / 2
-            let order = (try? FetchSortDescriptor.compare(list[middle], object, by: sortDescriptors)) ?? .orderedSame
-            if order == .orderedDescending { high = middle } else { low = middle + 1 }
+    /// The results after changes to some of their objects, found without reading the store or
+    /// looking at every object twice: the unchanged objects keep their order, and the changed
+    /// ones that still belong (`members`) are sorted once and merged in, each after every object
+    /// that sorts before it or the same (so equal objects keep their order).
+    private func merging(_ members: [ManagedObject], changed: Set<ObjectIdentifier>, into current: [ManagedObject]) -> Merge {
+        var merge = Merge()
+        // The unchanged objects, as their indices in `current` (not the objects themselves: copying
+        // 100,000 references retains and releases each, touching every object's memory).
+        var kept: [Int] = []
+        kept.reserveCapacity(current.count)
+        // A bit per hash of an object's address, set for the changed objects: most objects are
+        // passed over by one bit test, without hashing them for the set.
+        var maybeChanged = [UInt64](repeating: 0, count: 1024)
+        func bit(_ id: ObjectIdentifier) -> Int {
+            let address = UInt(bitPattern: id)
+            return Int(truncatingIfNeeded: (address >> 4) ^ (address >> 20)) & 0xFFFF
         }
-        list.insert(object, at: low)
+        for id in changed {
+            let b = bit(id)
+            maybeChanged[b >> 6] |= 1 << UInt64(b & 63)
+        }
+        for index in current.indices {
+            let id = ObjectIdentifier(current[index])
+            let b = bit(id)
+            if maybeChanged[b >> 6] & (1 << UInt64(b & 63)) != 0, changed.contains(id) {
+                merge.removed.append((index, current[index]))
+            } else {
+                kept.append(index)
+            }
+        }
+        var reader = SortKeyReader(sortDescriptors)
+        let keys = members.map { (try? reader.values(of: $0)) ?? [] }
+        let order = members.indices.sorted { i, j in
+            switch reader.compare(keys[i], keys[j]) {
+            case .orderedAscending: true
+            case .orderedDescending: false
+            case .orderedSame: i < j
+            }
+        }
+        merge.objects.reserveCapacity(kept.count + members.count)
+        var start = 0
+        for i in order {
+            // The first unchanged object after `start` that sorts after this one (binary search).
+            var low = start, high = kept.count
+            while low < high {
+                let middle = (low + high) / 2
+                let order = (try? reader.compare(current[kept[middle]], keys[i])) ?? .orderedSame
+                if order == .orderedDescending { high = middle } else { low = middle + 1 }
+            }
+            for index in kept[start..<low] { merge.objects.append(current[index]) }
+            start = low
+            merge.inserted.append((merge.objects.count, members[i]))
+            merge.objects.append(members[i])
+        }
+        for index in kept[start...] { merge.objects.append(current[index]) }
+        return merge
+    }
+
+    /// Takes the results of `merging(_:changed:into:)` without sections: what changed is
+    /// read from the merge (work in proportion to the changed objects, plus copying the list).
+    private func apply(_ merge: Merge, from oldObjects: [ManagedObject]) {
+        guard sections != nil else { return }
+        var oldIndex: [ObjectIdentifier: (rank: Int, index: Int)] = [:]
+        for (rank, (index, object)) in merge.removed.enumerated() { oldIndex[ObjectIdentifier(object)] = (rank, index) }
+        var newIndex: [ObjectIdentifier: (rank: Int, index: Int)] = [:]
+        for (rank, (index, object)) in merge.inserted.enumerated() { newIndex[ObjectIdentifier(object)] = (rank, index) }
+
+        var changes = Changes()
+        if oldObjects.isEmpty != merge.objects.isEmpty {
+            let sections = makeSections(oldObjects.isEmpty ? merge.objects : oldObjects)
+            changes.sections = [(sections[0], 0, oldObjects.isEmpty ? .insert : .delete)]
+        }
+        for (index, object) in merge.removed {
+            if let new = newIndex[ObjectIdentifier(object)] {
+                let old = IndexPath(item: index, section: 0)
+                changes.objects.append(new.index == index ? (object, old, .update, nil) : (object, old, .move, IndexPath(item: new.index, section: 0)))
+            } else {
+                changes.objects.append((object, IndexPath(item: index, section: 0), .delete, nil))
+            }
+        }
+        for (index, object) in merge.inserted where oldIndex[ObjectIdentifier(object)] == nil {
+            changes.objects.append((object, nil, .insert, IndexPath(item: index, section: 0)))
+        }
+        guard !changes.sections.isEmpty || !changes.objects.isEmpty else { return }
+        changes.difference = {
+            // Removed: the deleted objects and those that took another place among the unchanged
+            // ones; inserted: the new ones and those. A changed object at the same index with as
+            // many unchanged objects before it stays put, so an update is no change at all.
+            func stays(_ old: (rank: Int, index: Int)?, _ new: (rank: Int, index: Int)?) -> Bool {
+                guard let old, let new else { return false }
+                return old.index == new.index && old.index - old.rank == new.index - new.rank
+            }
+            var steps: [CollectionDifference<ManagedObjectID>.Change] = []
+            for (index, object) in merge.removed where !stays(oldIndex[ObjectIdentifier(object)], newIndex[ObjectIdentifier(object)]) {
+                steps.append(.remove(offset: index, element: object.objectID, associatedWith: nil))
+            }
+            for (index, object) in merge.inserted where !stays(oldIndex[ObjectIdentifier(object)], newIndex[ObjectIdentifier(object)]) {
+                steps.append(.insert(offset: index, element: object.objectID, associatedWith: nil))
+            }
+            return CollectionDifference(steps) ?? merge.objects.map(\.objectID).difference(from: oldObjects.map(\.objectID))
+        }
+        tell(changes, next: merge.objects, sections: makeSections(merge.objects))
     }
 
     /// Takes new results, telling the delegate what changed.
@@ -165,56 +269,63 @@ final class ResultsState {
             return oldSections[old.section].name != newSections[new.section].name
         } : nil
 
-        var sectionChanges: [(ResultsSection, Int, FetchedResultsChangeType)] = []
+        var changes = Changes()
         let oldNames = Set(oldSections.map(\.name)), newNames = Set(newSections.map(\.name))
-        for (index, section) in oldSections.enumerated() where !newNames.contains(section.name) { sectionChanges.append((section, index, .delete)) }
-        for (index, section) in newSections.enumerated() where !oldNames.contains(section.name) { sectionChanges.append((section, index, .insert)) }
+        for (index, section) in oldSections.enumerated() where !newNames.contains(section.name) { changes.sections.append((section, index, .delete)) }
+        for (index, section) in newSections.enumerated() where !oldNames.contains(section.name) { changes.sections.append((section, index, .insert)) }
 
-        var objectChanges: [(ManagedObject, IndexPath?, FetchedResultsChangeType, IndexPath?)] = []
         for object in oldObjects {
             let id = ObjectIdentifier(object)
             guard let old = oldPaths[id] else { continue }
             if let new = newPaths[id] {
                 guard changed.contains(id) || (moved?.contains(id) ?? false) else { continue }
-                objectChanges.append(old == new ? (object, old, .update, nil) : (object, old, .move, new))
+                changes.objects.append(old == new ? (object, old, .update, nil) : (object, old, .move, new))
             } else {
-                objectChanges.append((object, old, .delete, nil))
+                changes.objects.append((object, old, .delete, nil))
             }
         }
         for object in next where oldPaths[ObjectIdentifier(object)] == nil {
-            objectChanges.append((object, nil, .insert, newPaths[ObjectIdentifier(object)]))
+            changes.objects.append((object, nil, .insert, newPaths[ObjectIdentifier(object)]))
         }
-        guard !sectionChanges.isEmpty || !objectChanges.isEmpty else { return }
+        guard !changes.sections.isEmpty || !changes.objects.isEmpty else { return }
+        changes.difference = { next.map(\.objectID).difference(from: oldObjects.map(\.objectID)) }
+        tell(changes, next: next, sections: newSections)
+    }
 
+    /// Takes new results and tells the delegate and the snapshot streams what changed.
+    private func tell(_ changes: Changes, next: [ManagedObject], sections newSections: [ResultsSection]) {
+        guard let oldObjects = objects, let oldSections = sections else { return }
         let controller = view()
         let delegate = self.delegate
-        let oldIDs = oldObjects.map(\.objectID)
         if let delegate, section == nil, !delegateLacksDifferences {
             // Core Data sends only the difference to a delegate that implements it; the default
             // implementation clears `delegateTakesDifferences`, and then the other calls follow.
             objects = next
             sections = newSections
             delegateTakesDifferences = true
-            delegate.controller(controller, didChangeContentWith: next.map(\.objectID).difference(from: oldIDs))
+            let difference = changes.difference()
+            delegate.controller(controller, didChangeContentWith: difference)
             if delegateTakesDifferences {
-                publish()
+                publish({ difference }, from: oldObjects)
                 return
             }
             delegateLacksDifferences = true
+            let type = ObjectIdentifier(Swift.type(of: delegate))
+            _ = Self.typesLackingDifferences.withLock { $0.insert(type) }
             objects = oldObjects
             sections = oldSections
         }
         delegate?.controllerWillChangeContent(controller)
         objects = next
         sections = newSections
-        for (section, index, type) in sectionChanges {
+        for (section, index, type) in changes.sections {
             delegate?.controller(controller, didChange: section, atSectionIndex: index, for: type)
         }
-        for (object, old, type, new) in objectChanges {
+        for (object, old, type, new) in changes.objects {
             delegate?.controller(controller, didChange: object, at: old, for: type, newIndexPath: new)
         }
         delegate?.controllerDidChangeContent(controller)
-        publish()
+        publish(changes.difference, from: oldObjects)
     }
 
     /// The objects that took another place by themselves: those outside the longest run of objects
@@ -314,13 +425,32 @@ final class ResultsState {
 
     /// Sends the current results to every stream whose last snapshot differs.
     private func publish() {
-        guard objects != nil else { return }
-        let sections = currentSnapshotSections
-        let keys = streams.withLock { Array($0.entries.keys) }
-        for key in keys { yield(sections, to: key) }
+        publish({ nil }, from: nil)
     }
 
-    private func yield(_ sections: [ResultsSnapshot.Section], to key: UInt64) {
+    /// Sends the current results to every stream whose last snapshot differs; `difference` leads
+    /// from `previous` (the results before a change) to them, for a stream whose last snapshot
+    /// was `previous`, so that it need not be computed again by comparing every ID.
+    private func publish(_ difference: () -> CollectionDifference<ManagedObjectID>?, from previous: [ManagedObject]?) {
+        guard objects != nil else { return }
+        let keys = streams.withLock { Array($0.entries.keys) }
+        guard !keys.isEmpty else { return }
+        let sections = currentSnapshotSections
+        let previousIDs = previous?.map(\.objectID)
+        var known: CollectionDifference<ManagedObjectID>??
+        for key in keys {
+            yield(sections, to: key) { last in
+                guard let previousIDs, last == previousIDs else { return nil }
+                if known == nil { known = .some(difference()) }
+                return known ?? nil
+            }
+        }
+    }
+
+    private func yield(
+        _ sections: [ResultsSnapshot.Section], to key: UInt64,
+        difference known: (_ last: [ManagedObjectID]) -> CollectionDifference<ManagedObjectID>? = { _ in nil }
+    ) {
         let ids = sections.flatMap(\.objectIDs)
         let target = streams.withLock { streams -> (AsyncStream<ResultsSnapshot>.Continuation, [ManagedObjectID])? in
             guard let entry = streams.entries[key], entry.last != ids || entry.sent == 0 else { return nil }
@@ -329,8 +459,27 @@ final class ResultsState {
             return (entry.continuation, entry.last)
         }
         guard let (continuation, previous) = target else { return }
-        continuation.yield(ResultsSnapshot(sections: sections, difference: ids.difference(from: previous)))
+        let difference = (previous.isEmpty ? nil : known(previous)) ?? ids.difference(from: previous)
+        continuation.yield(ResultsSnapshot(sections: sections, difference: difference))
     }
+}
+
+/// A change of a controller's results: what its delegate is told.
+private struct Changes {
+    var sections: [(ResultsSection, Int, FetchedResultsChangeType)] = []
+    var objects: [(ManagedObject, IndexPath?, FetchedResultsChangeType, IndexPath?)] = []
+    /// The difference from the old results' IDs to the new ones (computed only when needed).
+    var difference: () -> CollectionDifference<ManagedObjectID> = { CollectionDifference([])! }
+}
+
+/// The results after some of their objects changed (`ResultsState.merging(_:changed:into:)`).
+private struct Merge {
+    /// The new results.
+    var objects: [ManagedObject] = []
+    /// The changed objects that were in the old results, with their index there, in order.
+    var removed: [(index: Int, object: ManagedObject)] = []
+    /// The changed objects that are in the new results, with their index there, in order.
+    var inserted: [(index: Int, object: ManagedObject)] = []
 }
 
 /// The snapshot streams of a controller, behind a lock (a stream may end on any thread).

@@ -251,6 +251,87 @@ struct FetchedResultsControllerTests {
         #expect(second.count == 2)
         #expect(second.first == inserted, "sorted by rank")
     }
+
+    /// Random batches of inserts, deletes and rank changes (with many equal ranks) on a controller
+    /// without sections: the per-object calls, the difference and the snapshots each lead from the
+    /// old results to the new ones, and the new ones are sorted.
+    @Test(arguments: [StoreKind.sqlite, .inMemory])
+    func randomBatchesOfChangesReplayThroughEveryForm(_ kind: StoreKind) async throws {
+        let stack = try TestStack(kind)
+        let context = stack.context("view")
+        var random = SeededRandom(seed: 17)
+        var counter = 0
+        func insertNote() {
+            counter += 1
+            _ = context.insert("Note", ["title": "n\(counter)", "rank": Int64.random(in: 0..<20, using: &random)])
+        }
+        for _ in 0..<60 { insertNote() }
+        try context.save()
+        let request = FetchRequest<ManagedObject>(entityName: "Note")
+        request.sortDescriptors = [FetchSortDescriptor(key: "rank")]
+        let controller = FetchedResultsController(fetchRequest: request, managedObjectContext: context)
+        let lines = ResultsRecorderWithoutDifference()
+        controller.delegate = lines
+        try controller.performFetch()
+        let differences = DifferenceRecorder()
+        let other = FetchedResultsController(fetchRequest: request, managedObjectContext: context)
+        other.delegate = differences
+        try other.performFetch()
+        var snapshots = controller.snapshots.makeAsyncIterator()
+        var previousSnapshot = try #require(await snapshots.next()).objectIDs
+
+        for round in 0..<25 {
+            let before = try #require(controller.fetchedObjects)
+            var objects = before
+            for _ in 0..<Int.random(in: 1...8, using: &random) {
+                switch Int.random(in: 0..<3, using: &random) {
+                case 0: insertNote()
+                case 1 where !objects.isEmpty:
+                    context.delete(objects.remove(at: Int.random(in: 0..<objects.count, using: &random)))
+                default:
+                    guard let object = objects.randomElement(using: &random) else { continue }
+                    object.setValue(Int64.random(in: 0..<20, using: &random), forKey: "rank")
+                }
+            }
+            lines.lines = []
+            let differencesBefore = differences.differences.count
+            context.processPendingChanges()
+            let after = try #require(controller.fetchedObjects)
+            let ranks = after.map { $0.value(forKey: "rank") as! Int64 }
+            #expect(ranks == ranks.sorted(), "round \(round): sorted")
+            #expect(other.fetchedObjects?.map(\.objectID) == after.map(\.objectID), "round \(round): both controllers agree")
+
+            // The per-object calls, replayed as a table view does: removals from the bottom up,
+            // then insertions from the top down.
+            var removals: [Int] = [], insertions: [(Int, String)] = []
+            for line in lines.lines where line != "will" && line != "did" {
+                let parts = line.split(separator: " ")
+                let paths = parts[2].split(separator: ">").map { $0 == "-" ? nil : Int($0.split(separator: ".")[1]) }
+                switch parts[0] {
+                case "delete": removals.append(paths[0]!)
+                case "insert": insertions.append((paths[1]!, String(parts[1])))
+                case "move":
+                    removals.append(paths[0]!)
+                    insertions.append((paths[1]!, String(parts[1])))
+                default: break
+                }
+            }
+            var replayed = before.map { $0.value(forKey: "title") as! String }
+            for index in removals.sorted(by: >) { replayed.remove(at: index) }
+            for (index, title) in insertions.sorted(by: { $0.0 < $1.0 }) { replayed.insert(title, at: index) }
+            #expect(replayed == after.map { $0.value(forKey: "title") as! String }, "round \(round): the per-object calls replay")
+
+            if differences.differences.count > differencesBefore, let difference = differences.differences.last {
+                #expect(before.map(\.objectID).applying(difference) == after.map(\.objectID), "round \(round): the difference replays")
+            }
+            // A stream hears of new results only (not of an update in place).
+            guard after.map(\.objectID) != previousSnapshot else { continue }
+            let snapshot = try #require(await snapshots.next())
+            #expect(previousSnapshot.applying(snapshot.difference) == snapshot.objectIDs, "round \(round): the snapshot replays")
+            #expect(snapshot.objectIDs == after.map(\.objectID))
+            previousSnapshot = snapshot.objectIDs
+        }
+    }
 }
 
 /// A notification posted on the test's own thread by a confinement context.
