@@ -9,12 +9,13 @@ import GRDBSQLite
 //           SELECT Z_PK, Z_ENT FROM "Root" WHERE Z_ENT IN (…) AND "key" = ? LIMIT 1 per row, then the
 //           save path (the same INSERT per new row, and
 //           UPDATE "Root" SET <given columns> = ?, Z_OPT = Z_OPT + 1 WHERE Z_PK = ? per upserted row)
-//   update  UPDATE "Root" AS t0 SET "a" = ?, …, Z_OPT = Z_OPT + 1 WHERE <predicate> RETURNING Z_PK, Z_ENT
+//   update  SELECT t0.Z_PK, t0.Z_ENT FROM "Root" AS t0 WHERE <predicate>, then one
+//           UPDATE "Root" AS t0 SET "a" = ?, …, Z_OPT = Z_OPT + 1 WHERE <predicate>
 //           (a predicate that needs joins: … WHERE Z_PK IN (SELECT t0.Z_PK FROM "Root" AS t0 … WHERE <predicate>))
-//   delete  with no cascade or deny rule to follow, no sort, limit or offset and no joins:
-//           DELETE FROM "Root" AS t0 WHERE <predicate> RETURNING Z_PK, Z_ENT; otherwise
-//           SELECT t0.Z_PK, t0.Z_ENT … WHERE <predicate>, the delete rules' reads, one per relationship
-//           and level, and DELETE FROM "Root" WHERE Z_PK IN (?, …). Then, for the deleted keys:
+//   delete  SELECT t0.Z_PK, t0.Z_ENT … WHERE <predicate>; with no cascade or deny rule to follow, no
+//           sort, limit or offset and no joins, one DELETE FROM "Root" AS t0 WHERE <predicate>;
+//           otherwise the delete rules' reads, one per relationship and level, and
+//           DELETE FROM "Root" WHERE Z_PK IN (?, …). Then, for the deleted keys:
 //           DELETE FROM "Z_join" WHERE Z_SRC IN (?, …);
 //           UPDATE "Other" SET "fk" = NULL, Z_OPT = Z_OPT + 1 WHERE "fk" IN (?, …)   (chunks of 500 keys,
 //           each statement prepared once per transaction)
@@ -127,7 +128,11 @@ extension SQLiteStore {
         -> StoreBatchResult
     {
         let entity = fetch.entity
-        guard !values.isEmpty else { return StoreBatchResult(affected: try selectIDs(fetch, store: store, db)) }
+        // The rows' IDs, for the result, the row cache and the merge: a SELECT, then an UPDATE with
+        // the same condition in the same transaction, matching the same rows. (RETURNING would make
+        // one statement of them, but costs SQLite 3.40 more than the two scans.)
+        let ids = try selectIDs(fetch, store: store, db)
+        guard !ids.isEmpty, !values.isEmpty else { return StoreBatchResult(affected: ids, updated: values.isEmpty ? [] : ids) }
         let table = SQLiteSchema.quote(schema.tableName(for: entity))
         var assignments: [String] = []
         var assigned: [Value] = []
@@ -138,17 +143,16 @@ extension SQLiteStore {
         }
         assignments.append("\(SQLiteSchema.versionColumn) = \(SQLiteSchema.versionColumn) + 1")
         let set = assignments.joined(separator: ", ")
-        // One statement: the rows it changes come back from RETURNING, for the result, the row cache
-        // and the merge. A predicate that joins other tables selects the keys in a subquery.
+        // A predicate that joins other tables selects the keys in a subquery.
         let sql: String
         let arguments: [Value]
         if let matching = try condition(of: fetch) {
-            sql = "UPDATE \(table) AS t0 SET \(set)\(matching.sql) RETURNING Z_PK, Z_ENT"
+            sql = "UPDATE \(table) AS t0 SET \(set)\(matching.sql)"
             arguments = matching.arguments
         } else {
             let select = try SQLQueryBuilder.selectStatement(
                 schema: schema, entity: entity, includesSubentities: fetch.includesSubentities, predicate: fetch.predicate, columns: "t0.Z_PK")
-            sql = "UPDATE \(table) SET \(set) WHERE Z_PK IN (\(select.sql)) RETURNING Z_PK, Z_ENT"
+            sql = "UPDATE \(table) SET \(set) WHERE Z_PK IN (\(select.sql))"
             arguments = select.arguments
         }
         count()
@@ -156,11 +160,11 @@ extension SQLiteStore {
         // The predicate's arguments bound as a fetch binds them, the new values as a save stores them.
         statement.setUncheckedArguments(StatementArguments((assigned + arguments).map(\.databaseValue)))
         // The raw statement lives as long as `statement` (which finalizes it): keep it to the end.
-        let ids = try withExtendedLifetime(statement) {
+        try withExtendedLifetime(statement) {
             let sqlite = statement.sqliteStatement
             for (i, value) in assigned.enumerated() { try bind(value, to: sqlite, at: CInt(i + 1), db) }
             do {
-                return try returnedIDs(sqlite, store: store, db)
+                try step(sqlite, db)
             } catch let error as DatabaseError where error.resultCode.primaryResultCode == .SQLITE_CONSTRAINT {
                 // A UNIQUE index (Core Data's, in every store) refused the update, which SQLite undid:
                 // the refusal the check below gives, for the constraint whose columns SQLite names.
@@ -172,7 +176,6 @@ extension SQLiteStore {
                 throw uniquenessError(updating: entity, owner: refused.owner, attributes: refused.attributes)
             }
         }
-        guard !ids.isEmpty else { return StoreBatchResult() }
         try checkUniqueness(afterUpdating: entity, names: Set(values.map(\.name)), db)
         return StoreBatchResult(affected: ids, updated: ids)
     }
@@ -229,16 +232,21 @@ extension SQLiteStore {
         return try clearReferences(to: all, result: StoreBatchResult(affected: initial, deleted: all), store: store, db)
     }
 
-    /// Deletes the rows a fetch matches in one statement, when nothing needs them first: no cascade
+    /// Deletes the rows a fetch matches with one statement, when nothing needs them first: no cascade
     /// or deny rule of the entity (or its sub-entities) to follow, no sort, limit or offset, no
-    /// join. The deleted rows' IDs, or nil when the request needs the general path.
+    /// join. Their IDs (read first, in the same transaction, with the same condition), or nil when
+    /// the request needs the general path. (`DELETE … RETURNING` would make one statement of the
+    /// two, but costs SQLite 3.40 several times the plain DELETE.)
     private func deleteMatching(_ fetch: StoreFetchRequest, store: PersistentStore, _ db: Database) throws -> [ManagedObjectID]? {
         let rules = fetch.entity.selfAndDescendants.flatMap(\.relationships).map(\.deleteRule)
         guard !rules.contains(.cascade), !rules.contains(.deny), let matching = try condition(of: fetch) else { return nil }
+        let ids = try selectIDs(fetch, store: store, db)
+        guard !ids.isEmpty else { return ids }
         count()
-        let statement = try db.makeStatement(sql: "DELETE FROM \(SQLiteSchema.quote(schema.tableName(for: fetch.entity))) AS t0\(matching.sql) RETURNING Z_PK, Z_ENT")
-        statement.setUncheckedArguments(StatementArguments(matching.arguments.map(\.databaseValue)))
-        return try withExtendedLifetime(statement) { try returnedIDs(statement.sqliteStatement, store: store, db) }
+        try db.execute(
+            sql: "DELETE FROM \(SQLiteSchema.quote(schema.tableName(for: fetch.entity))) AS t0\(matching.sql)",
+            arguments: StatementArguments(matching.arguments.map(\.databaseValue)))
+        return ids
     }
 
     /// What deleting rows leaves behind, cleared: join-table rows naming them, hidden foreign keys of
