@@ -286,7 +286,7 @@ extension SQLiteStore {
                             WHERE \(column) IN (\(marks)) RETURNING Z_PK, Z_ENT
                             """)
                         statement.setUncheckedArguments(StatementArguments(chunk))
-                        result.updated += try returnedIDs(statement.sqliteStatement, store: store, db)
+                        result.updated += try steppedIDs(statement.sqliteStatement, store: store, db)
                     }
                 }
             }
@@ -350,12 +350,10 @@ extension SQLiteStore {
             sortDescriptors: fetch.sortDescriptors, columns: "t0.Z_PK, t0.Z_ENT",
             limit: fetch.fetchLimit > 0 ? fetch.fetchLimit : nil, offset: fetch.fetchOffset)
         count()
-        let cursor = try Row.fetchCursor(db, sql: statement.sql, arguments: StatementArguments(statement.arguments.map(\.databaseValue)))
-        var ids: [ManagedObjectID] = []
-        while let row = try cursor.next() {
-            if let id = id(key: row[0], code: row[1], store: store) { ids.append(id) }
-        }
-        return ids
+        // Read with the C API: a GRDB row per match cost a batch update a third of its work.
+        let select = try db.makeStatement(sql: statement.sql)
+        select.setUncheckedArguments(StatementArguments(statement.arguments.map(\.databaseValue)))
+        return try withExtendedLifetime(select) { try steppedIDs(select.sqliteStatement, store: store, db) }
     }
 
     /// Those of `ids` whose rows exist, with their concrete entities, in the order given.
@@ -392,8 +390,8 @@ extension SQLiteStore {
         return (conditions.isEmpty ? "" : " WHERE " + conditions.joined(separator: " AND "), builder.arguments)
     }
 
-    /// Steps a statement with `RETURNING Z_PK, Z_ENT` to its end; the IDs of the rows it returned.
-    private func returnedIDs(_ sqlite: SQLiteStatement, store: PersistentStore, _ db: Database) throws -> [ManagedObjectID] {
+    /// Steps a statement whose rows are `Z_PK, Z_ENT` (a SELECT, or RETURNING) to its end; their IDs.
+    private func steppedIDs(_ sqlite: SQLiteStatement, store: PersistentStore, _ db: Database) throws -> [ManagedObjectID] {
         defer { sqlite3_reset(sqlite) }
         var ids: [ManagedObjectID] = []
         while true {
