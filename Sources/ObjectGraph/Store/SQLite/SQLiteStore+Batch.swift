@@ -350,7 +350,7 @@ extension SQLiteStore {
             sortDescriptors: fetch.sortDescriptors, columns: "t0.Z_PK, t0.Z_ENT",
             limit: fetch.fetchLimit > 0 ? fetch.fetchLimit : nil, offset: fetch.fetchOffset)
         count()
-        // Read with the C API: a GRDB row per match cost a batch update a third of its work.
+        // Read with the C API: two integer columns need no GRDB row per match.
         let select = try db.makeStatement(sql: statement.sql)
         select.setUncheckedArguments(StatementArguments(statement.arguments.map(\.databaseValue)))
         return try withExtendedLifetime(select) { try steppedIDs(select.sqliteStatement, store: store, db) }
