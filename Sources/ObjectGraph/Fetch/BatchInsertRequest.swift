@@ -94,21 +94,25 @@ public final class BatchInsertRequest: PersistentStoreRequest {
         if entity.isAbstract {
             throw ObjectGraphError(.validation, "Batch insert of \(entity.name): the entity is abstract; nothing was written", entityName: entity.name)
         }
+        let check = BatchValues.InsertRows(entity: entity)
         var rows: [BatchRow] = []
         if let objects = objectsToInsert {
             rows.reserveCapacity(objects.count)
-            for (number, object) in objects.enumerated() { rows.append(try BatchValues.insertRow(object, number: number, entity: entity)) }
+            for (number, object) in objects.enumerated() { rows.append(try BatchValues.insertRow(object, number: number, check)) }
         } else if let handler = dictionaryHandler {
             while true {
                 var row: [String: any Sendable] = [:]
                 if handler(&row) { break }
-                rows.append(try BatchValues.insertRow(row, number: rows.count, entity: entity))
+                rows.append(try BatchValues.insertRow(row, number: rows.count, check))
             }
         }
         // The rows go to one store, as a save's inserts do: the first that can hold the entity.
         let stores = try coordinator.batchStores(for: entity, affectedStores: affectedStores)
         let store = stores.first { !$0.isReadOnly } ?? stores[0]
         let done = try coordinator.executeBatch({ _ in .insert(entity: entity, rows: rows) }, on: [store], merging: mergesChangesIntoContexts)
+        // Several rows can go to one object (an upsert, or rows sharing a constraint's values): each
+        // object once. When there are as many objects as rows, they are distinct already.
+        guard done.affected.count != done.inserted.count + done.updated.count else { return BatchInsertResult(resultType: resultType, result: done.affected) }
         var seen: Set<ManagedObjectID> = []
         let ids = done.affected.filter { seen.insert($0).inserted }
         return BatchInsertResult(resultType: resultType, result: ids)

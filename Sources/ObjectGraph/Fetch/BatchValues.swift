@@ -4,31 +4,52 @@ import Foundation
 /// attributes, values have the attribute's type, required attributes have a value. A batch request
 /// with one bad value is refused whole, before anything is written.
 enum BatchValues {
+    /// What every row of one batch insert is checked against, worked out once per request.
+    struct InsertRows {
+        let entity: EntityDescription
+        /// The model's default for every property (`.null` for relationships).
+        let defaults: [Value]
+        /// The stored attributes that must have a value.
+        let required: [AttributeDescription]
+        /// Whether the entity has uniqueness constraints, which make a row an upsert when it
+        /// matches an existing one: such a row need not name every required attribute.
+        let upserts: Bool
+
+        init(entity: EntityDescription) {
+            self.entity = entity
+            defaults = entity.properties.map { ($0 as? AttributeDescription)?.defaultStoredValue ?? .null }
+            required = entity.attributes.filter { !$0.isOptional && !$0.isTransient }
+            upserts = !RelationalLayout.uniquenessConstraints(of: entity).isEmpty
+        }
+    }
+
     /// One row of a batch insert: the model's defaults for the keys it does not name.
     ///
     /// - Throws: ``ObjectGraphError/validation`` naming the row, the entity and the key.
-    static func insertRow(_ dictionary: [String: any Sendable], number: Int, entity: EntityDescription) throws -> BatchRow {
-        var values = entity.properties.map { ($0 as? AttributeDescription)?.defaultStoredValue ?? .null }
+    static func insertRow(_ dictionary: [String: any Sendable], number: Int, _ rows: InsertRows) throws -> BatchRow {
+        let entity = rows.entity
+        var values = rows.defaults
         var given: [Int] = []
         given.reserveCapacity(dictionary.count)
-        let context = "Batch insert row \(number) of \(entity.name)"
+        // Made only for an error message, never once per row.
+        func context() -> String { "Batch insert row \(number) of \(entity.name)" }
         for (key, raw) in dictionary {
-            let attribute = try storedAttribute(key, of: entity, context: context)
-            values[attribute.index] = try value(raw, for: attribute, entity: entity, context: context)
+            let attribute = try storedAttribute(key, of: entity, context: context())
+            values[attribute.index] = try value(raw, for: attribute, entity: entity, context: context())
             given.append(attribute.index)
         }
         var missing: String?
-        for attribute in entity.attributes where !attribute.isOptional && !attribute.isTransient && values[attribute.index].isNull {
+        for attribute in rows.required where values[attribute.index].isNull {
             if given.contains(attribute.index) {
                 throw ObjectGraphError(
-                    .validation, "\(context) sets required attribute '\(attribute.name)' to nil; nothing was written",
+                    .validation, "\(context()) sets required attribute '\(attribute.name)' to nil; nothing was written",
                     entityName: entity.name, key: attribute.name)
             }
             missing = missing ?? attribute.name
         }
         // A row that upserts an existing one need not name every required attribute: on an entity
         // with uniqueness constraints, the store decides (``BatchInsertPlan``).
-        if let missing, RelationalLayout.uniquenessConstraints(of: entity).isEmpty {
+        if let missing, !rows.upserts {
             throw missingRequired(missing, number: number, entity: entity)
         }
         given.sort()
@@ -61,7 +82,11 @@ enum BatchValues {
         return result
     }
 
-    private static func storedAttribute(_ key: String, of entity: EntityDescription, context: String) throws -> AttributeDescription {
+    private static func storedAttribute(_ key: String, of entity: EntityDescription, context: @autoclosure () -> String) throws
+        -> AttributeDescription
+    {
+        if let attribute = entity.attributesByName[key], !attribute.isTransient { return attribute }
+        let context = context()
         guard let property = entity.propertiesByName[key] else {
             throw ObjectGraphError(
                 .validation, "\(context): the entity has no attribute '\(key)'; nothing was written", entityName: entity.name, key: key)
@@ -75,7 +100,9 @@ enum BatchValues {
         return attribute
     }
 
-    private static func value(_ raw: Any, for attribute: AttributeDescription, entity: EntityDescription, context: String) throws -> Value {
+    private static func value(_ raw: Any, for attribute: AttributeDescription, entity: EntityDescription, context: @autoclosure () -> String) throws
+        -> Value
+    {
         let converted: Value?
         if attribute.attributeType == .transformable {
             if isNil(raw) { return .null }
@@ -89,7 +116,7 @@ enum BatchValues {
         guard let converted else {
             throw ObjectGraphError(
                 .validation,
-                "\(context): \(String(reflecting: raw)) (\(type(of: raw))) is not a value of attribute '\(attribute.name)', of type \(attribute.attributeType); nothing was written",
+                "\(context()): \(String(reflecting: raw)) (\(type(of: raw))) is not a value of attribute '\(attribute.name)', of type \(attribute.attributeType); nothing was written",
                 entityName: entity.name, key: attribute.name)
         }
         return converted

@@ -4,15 +4,21 @@ import GRDBSQLite
 
 // Batch requests: each one transaction on the pool's writer, as set-based SQL with bound arguments.
 //
-//   insert  SELECT Z_PK, Z_ENT FROM "Root" WHERE Z_ENT IN (…) AND "key" = ? LIMIT 1   (per row, only
-//           for entities with uniqueness constraints), then the save path's prepared
-//           INSERT INTO "Root" (Z_PK, Z_ENT, Z_OPT, …) VALUES (?, …) stepped once per row, and
-//           UPDATE "Root" SET <given columns> = ?, Z_OPT = Z_OPT + 1 WHERE Z_PK = ? per upserted row
-//   update  SELECT t0.Z_PK, t0.Z_ENT FROM "Root" AS t0 … WHERE <predicate>, then one
-//           UPDATE "Root" SET "a" = ?, …, Z_OPT = Z_OPT + 1 WHERE Z_PK IN (SELECT t0.Z_PK FROM "Root" AS t0 … WHERE <predicate>)
-//   delete  SELECT t0.Z_PK, t0.Z_ENT … WHERE <predicate>; the delete rules' reads, one per relationship
-//           and level; DELETE FROM "Root" WHERE Z_PK IN (?, …); DELETE FROM "Z_join" WHERE Z_SRC IN (?, …);
-//           UPDATE "Other" SET "fk" = NULL, Z_OPT = Z_OPT + 1 WHERE "fk" IN (?, …)   (chunks of 500 keys)
+//   insert  without uniqueness constraints: keys reserved in Z_PRIMARYKEY at once, then the prepared
+//           INSERT INTO "Root" (Z_PK, Z_ENT, Z_OPT, …) VALUES (?, …) stepped once per row; with them:
+//           SELECT Z_PK, Z_ENT FROM "Root" WHERE Z_ENT IN (…) AND "key" = ? LIMIT 1 per row, then the
+//           save path (the same INSERT per new row, and
+//           UPDATE "Root" SET <given columns> = ?, Z_OPT = Z_OPT + 1 WHERE Z_PK = ? per upserted row)
+//   update  SELECT t0.Z_PK, t0.Z_ENT FROM "Root" AS t0 WHERE <predicate>, then one
+//           UPDATE "Root" AS t0 SET "a" = ?, …, Z_OPT = Z_OPT + 1 WHERE <predicate>
+//           (a predicate that needs joins: … WHERE Z_PK IN (SELECT t0.Z_PK FROM "Root" AS t0 … WHERE <predicate>))
+//   delete  SELECT t0.Z_PK, t0.Z_ENT … WHERE <predicate>; with no cascade or deny rule to follow, no
+//           sort, limit or offset and no joins, one DELETE FROM "Root" AS t0 WHERE <predicate>;
+//           otherwise the delete rules' reads, one per relationship and level, and
+//           DELETE FROM "Root" WHERE Z_PK IN (?, …). Then, for the deleted keys:
+//           DELETE FROM "Z_join" WHERE Z_SRC IN (?, …);
+//           UPDATE "Other" SET "fk" = NULL, Z_OPT = Z_OPT + 1 WHERE "fk" IN (?, …)   (chunks of 500 keys,
+//           each statement prepared once per transaction)
 
 extension SQLiteStore {
     func executeBatch(_ request: StoreBatchRequest, store: PersistentStore) throws -> StoreBatchResult {
@@ -23,7 +29,10 @@ extension SQLiteStore {
             return try write("batch updating \(fetch.entity.name)") { db in try batchUpdate(fetch, values, store: store, db) }
         case .delete(let fetch):
             return try write("batch deleting \(fetch.entity.name)") { db in
-                try batchDelete(try selectIDs(fetch, store: store, db), store: store, db)
+                if let deleted = try deleteMatching(fetch, store: store, db) {
+                    return try clearReferences(to: deleted, result: StoreBatchResult(affected: deleted, deleted: deleted), store: store, db)
+                }
+                return try batchDelete(try selectIDs(fetch, store: store, db), store: store, db)
             }
         case .deleteObjects(let ids):
             return try write("batch deleting objects") { db in try batchDelete(try existingIDs(ids, store: store, db), store: store, db) }
@@ -33,6 +42,7 @@ extension SQLiteStore {
     // MARK: Insert
 
     private func batchInsert(_ entity: EntityDescription, _ rows: [BatchRow], store: PersistentStore, _ db: Database) throws -> StoreBatchResult {
+        if let inserted = try insertNewRows(entity, rows, store: store, db) { return inserted }
         let table = SQLiteSchema.quote(schema.tableName(for: entity))
         let plan = try BatchInsertPlan(entity: entity, rows: rows) { _, owner, attributes, values in
             let codes = owner.selfAndDescendants.map { String(schema.entityNumber(for: $0)) }.joined(separator: ",")
@@ -54,17 +64,60 @@ extension SQLiteStore {
         return plan.result(permanentIDs: saved.permanentIDs)
     }
 
+    /// The rows of an entity without uniqueness constraints, all new: their keys reserved at once,
+    /// the save path's prepared INSERT stepped once per row, no temporary IDs, no snapshots. Nil
+    /// when the entity has uniqueness constraints (each row may be an upsert: the save path's work).
+    private func insertNewRows(_ entity: EntityDescription, _ rows: [BatchRow], store: PersistentStore, _ db: Database) throws -> StoreBatchResult? {
+        let number = schema.entityNumber(for: entity)
+        guard RelationalLayout.uniquenessConstraints(of: entity).isEmpty,
+              let layout = layouts[entity.rootEntity.entityCode]?.entities[number] else { return nil }
+        guard !rows.isEmpty else { return StoreBatchResult() }
+        // Each parameter after Z_PK, Z_ENT and Z_OPT: a property's value, or (true) the entity
+        // number of a to-one relationship's destination, which a batch insert never sets.
+        var parameters: [(index: Int, property: PropertyDescription, isEntityColumn: Bool)] = []
+        for property in layout.insertProperties {
+            parameters.append((property.index, property, false))
+            if let relationship = property as? RelationshipDescription, schema.entityColumnName(forToOne: relationship) != nil {
+                parameters.append((property.index, property, true))
+            }
+        }
+        var key = try allocate(db, root: entity.rootEntity, count: rows.count)
+        let statement = try db.cachedStatement(sql: layout.insertSQL)
+        let sqlite = statement.sqliteStatement
+        var ids: [ManagedObjectID] = []
+        ids.reserveCapacity(rows.count)
+        for row in rows {
+            sqlite3_reset(sqlite)
+            sqlite3_bind_int64(sqlite, 1, key)
+            sqlite3_bind_int64(sqlite, 2, Int64(number))
+            sqlite3_bind_int64(sqlite, 3, 1)
+            for (i, parameter) in parameters.enumerated() {
+                if parameter.isEntityColumn {
+                    sqlite3_bind_null(sqlite, CInt(i + 4))
+                } else {
+                    try bind(try stored(row.values[parameter.index], for: parameter.property), to: sqlite, at: CInt(i + 4), db)
+                }
+            }
+            count()
+            try step(sqlite, db)
+            ids.append(ManagedObjectID(entity: entity, store: store, primaryKey: key))
+            key += 1
+        }
+        return StoreBatchResult(affected: ids, inserted: ids)
+    }
+
     // MARK: Update
 
     private func batchUpdate(_ fetch: StoreFetchRequest, _ values: [(name: String, value: Value)], store: PersistentStore, _ db: Database) throws
         -> StoreBatchResult
     {
         let entity = fetch.entity
+        // The rows' IDs, for the result, the row cache and the merge: a SELECT, then an UPDATE with
+        // the same condition in the same transaction, matching the same rows. (RETURNING would make
+        // one statement of them, but costs SQLite 3.40 more than the two scans.)
         let ids = try selectIDs(fetch, store: store, db)
         guard !ids.isEmpty, !values.isEmpty else { return StoreBatchResult(affected: ids, updated: values.isEmpty ? [] : ids) }
         let table = SQLiteSchema.quote(schema.tableName(for: entity))
-        let select = try SQLQueryBuilder.selectStatement(
-            schema: schema, entity: entity, includesSubentities: fetch.includesSubentities, predicate: fetch.predicate, columns: "t0.Z_PK")
         var assignments: [String] = []
         var assigned: [Value] = []
         for (name, value) in values {
@@ -73,10 +126,23 @@ extension SQLiteStore {
             assigned.append(try stored(value, for: attribute))
         }
         assignments.append("\(SQLiteSchema.versionColumn) = \(SQLiteSchema.versionColumn) + 1")
+        let set = assignments.joined(separator: ", ")
+        // A predicate that joins other tables selects the keys in a subquery.
+        let sql: String
+        let arguments: [Value]
+        if let matching = try condition(of: fetch) {
+            sql = "UPDATE \(table) AS t0 SET \(set)\(matching.sql)"
+            arguments = matching.arguments
+        } else {
+            let select = try SQLQueryBuilder.selectStatement(
+                schema: schema, entity: entity, includesSubentities: fetch.includesSubentities, predicate: fetch.predicate, columns: "t0.Z_PK")
+            sql = "UPDATE \(table) SET \(set) WHERE Z_PK IN (\(select.sql))"
+            arguments = select.arguments
+        }
         count()
-        let statement = try db.makeStatement(sql: "UPDATE \(table) SET \(assignments.joined(separator: ", ")) WHERE Z_PK IN (\(select.sql))")
+        let statement = try db.makeStatement(sql: sql)
         // The predicate's arguments bound as a fetch binds them, the new values as a save stores them.
-        statement.setUncheckedArguments(StatementArguments((assigned + select.arguments).map(\.databaseValue)))
+        statement.setUncheckedArguments(StatementArguments((assigned + arguments).map(\.databaseValue)))
         // The raw statement lives as long as `statement` (which finalizes it): keep it to the end.
         try withExtendedLifetime(statement) {
             let sqlite = statement.sqliteStatement
@@ -142,19 +208,38 @@ extension SQLiteStore {
         let all = try BatchDeleteClosure.closure(of: initial) { relationship, sources in
             try destinations(of: relationship, for: sources, store: store, db)
         }
-        var result = StoreBatchResult(affected: initial, deleted: all)
-        guard !all.isEmpty else { return result }
-        var keysByRoot: [Int: [Int64]] = [:]
-        for id in all { if let pk = id.primaryKey { keysByRoot[id.entity.rootEntity.entityCode, default: []].append(pk) } }
-
-        // The rows.
-        for (rootCode, keys) in keysByRoot {
+        guard !all.isEmpty else { return StoreBatchResult(affected: initial) }
+        for (rootCode, keys) in keysByRoot(all) {
             let table = SQLiteSchema.quote(schema.tableName(for: model.entitiesByCode[rootCode]))
-            try forEachChunk(keys) { chunk, marks in
-                count()
-                try db.execute(sql: "DELETE FROM \(table) WHERE Z_PK IN (\(marks))", arguments: StatementArguments(chunk))
-            }
+            try executeInChunks(keys, db) { "DELETE FROM \(table) WHERE Z_PK IN (\($0))" }
         }
+        return try clearReferences(to: all, result: StoreBatchResult(affected: initial, deleted: all), store: store, db)
+    }
+
+    /// Deletes the rows a fetch matches with one statement, when nothing needs them first: no cascade
+    /// or deny rule of the entity (or its sub-entities) to follow, no sort, limit or offset, no
+    /// join. Their IDs (read first, in the same transaction, with the same condition), or nil when
+    /// the request needs the general path. (`DELETE … RETURNING` would make one statement of the
+    /// two, but costs SQLite 3.40 several times the plain DELETE.)
+    private func deleteMatching(_ fetch: StoreFetchRequest, store: PersistentStore, _ db: Database) throws -> [ManagedObjectID]? {
+        let rules = fetch.entity.selfAndDescendants.flatMap(\.relationships).map(\.deleteRule)
+        guard !rules.contains(.cascade), !rules.contains(.deny), let matching = try condition(of: fetch) else { return nil }
+        let ids = try selectIDs(fetch, store: store, db)
+        guard !ids.isEmpty else { return ids }
+        count()
+        try db.execute(
+            sql: "DELETE FROM \(SQLiteSchema.quote(schema.tableName(for: fetch.entity))) AS t0\(matching.sql)",
+            arguments: StatementArguments(matching.arguments.map(\.databaseValue)))
+        return ids
+    }
+
+    /// What deleting rows leaves behind, cleared: join-table rows naming them, hidden foreign keys of
+    /// to-many relationships without an inverse, and surviving rows' to-one relationships to them
+    /// (which get a new version and join `result.updated`).
+    private func clearReferences(to all: [ManagedObjectID], result: StoreBatchResult, store: PersistentStore, _ db: Database) throws -> StoreBatchResult {
+        var result = result
+        let keysByRoot = keysByRoot(all)
+        guard !keysByRoot.isEmpty else { return result }
         for entity in model.entitiesByCode {
             for relationship in entity.declaredProperties.compactMap({ $0 as? RelationshipDescription }) {
                 guard let destination = relationship.destinationEntity else { continue }
@@ -162,21 +247,15 @@ extension SQLiteStore {
                     // A to-many without an inverse keeps a hidden foreign key in its destinations' rows:
                     // those naming a deleted source are cleared.
                     guard let keys = keysByRoot[entity.rootEntity.entityCode] else { continue }
-                    try forEachChunk(keys) { chunk, marks in
-                        count()
-                        try db.execute(
-                            sql: "UPDATE \(SQLiteSchema.quote(table)) SET \(SQLiteSchema.quote(column)) = NULL WHERE \(SQLiteSchema.quote(column)) IN (\(marks))",
-                            arguments: StatementArguments(chunk))
+                    try executeInChunks(keys, db) {
+                        "UPDATE \(SQLiteSchema.quote(table)) SET \(SQLiteSchema.quote(column)) = NULL WHERE \(SQLiteSchema.quote(column)) IN (\($0))"
                     }
                 } else if relationship.usesJoinTable {
                     // Join-table rows naming a deleted object, on either side.
                     guard case .joinTable(let table, let sourceColumn, let destinationColumn, _, _) = schema.storage(forToMany: relationship) else { continue }
                     for (column, root) in [(sourceColumn, entity.rootEntity!), (destinationColumn, destination.rootEntity!)] as [(String, EntityDescription)] {
                         guard let keys = keysByRoot[root.entityCode] else { continue }
-                        try forEachChunk(keys) { chunk, marks in
-                            count()
-                            try db.execute(sql: "DELETE FROM \(SQLiteSchema.quote(table)) WHERE \(column) IN (\(marks))", arguments: StatementArguments(chunk))
-                        }
+                        try executeInChunks(keys, db) { "DELETE FROM \(SQLiteSchema.quote(table)) WHERE \(column) IN (\($0))" }
                     }
                 } else if !relationship.isToMany, let keys = keysByRoot[destination.rootEntity.entityCode] {
                     // Surviving rows whose to-one pointed at a deleted row: cleared, with a new version.
@@ -185,14 +264,13 @@ extension SQLiteStore {
                     var clear = "\(column) = NULL"
                     if let entityColumn = schema.entityColumnName(forToOne: relationship) { clear += ", \(SQLiteSchema.quote(entityColumn)) = NULL" }
                     try forEachChunk(keys) { chunk, marks in
-                        count(2)
-                        let cursor = try Row.fetchCursor(db, sql: "SELECT Z_PK, Z_ENT FROM \(table) WHERE \(column) IN (\(marks))", arguments: StatementArguments(chunk))
-                        while let row = try cursor.next() {
-                            if let id = id(key: row[0], code: row[1], store: store) { result.updated.append(id) }
-                        }
-                        try db.execute(
-                            sql: "UPDATE \(table) SET \(clear), \(SQLiteSchema.versionColumn) = \(SQLiteSchema.versionColumn) + 1 WHERE \(column) IN (\(marks))",
-                            arguments: StatementArguments(chunk))
+                        count()
+                        let statement = try db.cachedStatement(sql: """
+                            UPDATE \(table) SET \(clear), \(SQLiteSchema.versionColumn) = \(SQLiteSchema.versionColumn) + 1 \
+                            WHERE \(column) IN (\(marks)) RETURNING Z_PK, Z_ENT
+                            """)
+                        statement.setUncheckedArguments(StatementArguments(chunk))
+                        result.updated += try steppedIDs(statement.sqliteStatement, store: store, db)
                     }
                 }
             }
@@ -256,12 +334,10 @@ extension SQLiteStore {
             sortDescriptors: fetch.sortDescriptors, columns: "t0.Z_PK, t0.Z_ENT",
             limit: fetch.fetchLimit > 0 ? fetch.fetchLimit : nil, offset: fetch.fetchOffset)
         count()
-        let cursor = try Row.fetchCursor(db, sql: statement.sql, arguments: StatementArguments(statement.arguments.map(\.databaseValue)))
-        var ids: [ManagedObjectID] = []
-        while let row = try cursor.next() {
-            if let id = id(key: row[0], code: row[1], store: store) { ids.append(id) }
-        }
-        return ids
+        // Read with the C API: two integer columns need no GRDB row per match.
+        let select = try db.makeStatement(sql: statement.sql)
+        select.setUncheckedArguments(StatementArguments(statement.arguments.map(\.databaseValue)))
+        return try withExtendedLifetime(select) { try steppedIDs(select.sqliteStatement, store: store, db) }
     }
 
     /// Those of `ids` whose rows exist, with their concrete entities, in the order given.
@@ -281,6 +357,51 @@ extension SQLiteStore {
         }
         var seen: Set<ManagedObjectID> = []
         return ids.compactMap { found[$0] }.filter { seen.insert($0).inserted }
+    }
+
+    /// The rows a fetch matches as a condition on the root table under the alias `t0`
+    /// (` WHERE …`, or nothing), for an UPDATE or a DELETE of that table; nil when the fetch needs
+    /// joins, a sort, a limit or an offset, which only a SELECT has.
+    private func condition(of fetch: StoreFetchRequest) throws -> (sql: String, arguments: [Value])? {
+        guard fetch.sortDescriptors.isEmpty, fetch.fetchLimit <= 0, fetch.fetchOffset <= 0 else { return nil }
+        var builder = SQLQueryBuilder(schema: schema, entity: fetch.entity)
+        var conditions: [String] = []
+        if let restriction = schema.entityRestriction(for: fetch.entity, includesSubentities: fetch.includesSubentities, alias: builder.rootAlias) {
+            conditions.append(restriction)
+        }
+        if let predicate = fetch.predicate { conditions.append("(" + (try builder.whereClause(for: predicate)) + ")") }
+        guard builder.joins.isEmpty else { return nil }
+        return (conditions.isEmpty ? "" : " WHERE " + conditions.joined(separator: " AND "), builder.arguments)
+    }
+
+    /// Steps a statement whose rows are `Z_PK, Z_ENT` (a SELECT, or RETURNING) to its end; their IDs.
+    private func steppedIDs(_ sqlite: SQLiteStatement, store: PersistentStore, _ db: Database) throws -> [ManagedObjectID] {
+        defer { sqlite3_reset(sqlite) }
+        var ids: [ManagedObjectID] = []
+        while true {
+            let code = sqlite3_step(sqlite)
+            if code == SQLITE_DONE { return ids }
+            guard code == SQLITE_ROW else {
+                throw DatabaseError(resultCode: ResultCode(rawValue: code), message: String(cString: sqlite3_errmsg(db.sqliteConnection)))
+            }
+            if let id = id(key: sqlite3_column_int64(sqlite, 0), code: Int(sqlite3_column_int64(sqlite, 1)), store: store) { ids.append(id) }
+        }
+    }
+
+    /// The primary keys of IDs, by root entity code.
+    private func keysByRoot(_ ids: [ManagedObjectID]) -> [Int: [Int64]] {
+        var keys: [Int: [Int64]] = [:]
+        for id in ids { if let pk = id.primaryKey { keys[id.entity.rootEntity.entityCode, default: []].append(pk) } }
+        return keys
+    }
+
+    /// Runs the statement `sql` makes of a chunk's `?, ?, …` on every chunk of keys; a statement
+    /// is prepared once per connection and chunk size.
+    private func executeInChunks(_ keys: [Int64], _ db: Database, _ sql: (String) -> String) throws {
+        try forEachChunk(keys) { chunk, marks in
+            count()
+            try db.cachedStatement(sql: sql(marks)).execute(arguments: StatementArguments(chunk))
+        }
     }
 
     private func id(key: Int64, code: Int, store: PersistentStore) -> ManagedObjectID? {

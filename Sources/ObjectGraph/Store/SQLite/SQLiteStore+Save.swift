@@ -12,7 +12,7 @@ extension SQLiteStore {
     /// Reserves keys from the root entity's `Z_PRIMARYKEY.Z_MAX`, as Core Data does (its
     /// sub-entities' rows keep 0). A `Z_MAX` Core Data left at -1, or a missing row, is replaced
     /// by the table's largest key.
-    private func allocate(_ db: Database, root: EntityDescription, count n: Int) throws -> Int64 {
+    func allocate(_ db: Database, root: EntityDescription, count n: Int) throws -> Int64 {
         count(2)
         let number = schema.entityNumber(for: root)
         var current = try Int64.fetchOne(
