@@ -1,5 +1,6 @@
 import Foundation
 import Synchronization
+import ObjectGraph
 import ObjectGraphBenchCore
 
 /// What `readwrite` needs from one way of using the database.
@@ -40,7 +41,9 @@ enum BenchReadWrite {
         // 3. Both: the readers query until the writer is done.
         let done = BenchFlag()
         let writerResult = Mutex<Result<(Double, Int64), BenchError>?>(nil)
-        let writer = Thread {
+        // Threads of their own (not Foundation's `Thread`, which keeps its block, and the stores it
+        // captured, until the thread's exit: see `ThreadOfItsOwn`).
+        let writer: @Sendable () -> Void = {
             let result = Result { () throws(BenchError) -> (Double, Int64) in
                 do {
                     var sum: Int64 = 0
@@ -56,7 +59,7 @@ enum BenchReadWrite {
             done.set()
         }
         let loaded = try readConcurrently(participants.readers, prefixes: prefixes, queries: nil, until: done) {
-            writer.start()
+            ThreadOfItsOwn.start(writer)
         }
         guard let result = writerResult.withLock({ $0 }) else { throw BenchError("readwrite: the writer did not finish") }
         let (loadedWriter, loadedSum) = try result.get()
@@ -86,7 +89,7 @@ enum BenchReadWrite {
         let group = DispatchGroup()
         for (index, query) in readers.enumerated() {
             group.enter()
-            let thread = Thread {
+            ThreadOfItsOwn.start {
                 var own: [Double] = []
                 var n = 0
                 do {
@@ -102,7 +105,6 @@ enum BenchReadWrite {
                 latencies.withLock { $0 += own }
                 group.leave()
             }
-            thread.start()
         }
         started()
         group.wait()

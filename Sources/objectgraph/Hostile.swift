@@ -26,18 +26,11 @@ struct Hostile: ParsableCommand {
     func run() throws {
         // The work runs on a thread with a dispatch worker's stack (512 KiB), the smallest a server has.
         let result = Box()
-        let done = DispatchSemaphore(value: 0)
-        let thread = Thread {
-            result.text = Self.outcome { try feed() }
-            done.signal()
-        }
-        thread.stackSize = 512 * 1024
-        thread.start()
-        done.wait()
+        ThreadOfItsOwn.run(stackSize: 512 * 1024) { result.text = Self.outcome { try feed() } }
         print("survived \(kind.rawValue): \(result.text)")
     }
 
-    final class Box: @unchecked Sendable {  // written by the worker thread before the semaphore, read after
+    final class Box: @unchecked Sendable {  // written by the worker thread, read after it was joined
         var text = ""
     }
 

@@ -15,7 +15,7 @@ import Darwin
 /// frees its cache of continuations a second time when the thread ends: a double free that glibc
 /// reports later, anywhere, as "unaligned fastbin chunk detected". Here the body, and what it
 /// captured, is released before the thread starts to exit.
-enum ThreadOfItsOwn {
+package enum ThreadOfItsOwn {
     private final class Work {
         let body: () -> Void
         init(_ body: @escaping () -> Void) { self.body = body }
@@ -24,14 +24,14 @@ enum ThreadOfItsOwn {
     /// Starts `body` on a new detached thread.
     ///
     /// It is a programmer error if the system cannot create a thread.
-    static func start(stackSize: Int? = nil, _ body: @escaping @Sendable () -> Void) {
+    package static func start(stackSize: Int? = nil, _ body: @escaping @Sendable () -> Void) {
         _ = create(stackSize: stackSize, detached: true, body)
     }
 
     /// Runs `body` on a new thread (with a stack of `stackSize` bytes, when given) and waits for it.
     ///
     /// It is a programmer error if the system cannot create a thread.
-    static func run(stackSize: Int? = nil, _ body: () -> Void) {
+    package static func run(stackSize: Int? = nil, _ body: () -> Void) {
         withoutActuallyEscaping(body) { body in
             let thread = create(stackSize: stackSize, detached: false, body)
             pthread_join(thread, nil)
