@@ -124,18 +124,7 @@ enum BatchValues {
 
     /// Whether a value is `nil` boxed in `Any` (an `Optional.none`) or `NSNull`.
     private static func isNil(_ value: Any) -> Bool {
-        if let optional = value as? any OptionalValue { return optional.isNone }
+        if let optional = value as? any _OptionalUnwrapping { return optional.unwrapped == nil }
         return value is NSNull
-    }
-}
-
-/// An `Optional` of any wrapped type, to tell `Optional.none` in `Any` apart without reflection.
-private protocol OptionalValue {
-    var isNone: Bool { get }
-}
-
-extension Optional: OptionalValue {
-    fileprivate var isNone: Bool {
-        if case .none = self { true } else { false }
     }
 }

@@ -279,8 +279,8 @@ enum PredicateArgument: Sendable, Hashable {
     }
 
     private static func scalar(_ any: Any) -> Value? {
-        if let optional = any as? any AnyOptional {
-            guard let wrapped = optional.wrappedAny else { return .null }
+        if let optional = any as? any _OptionalUnwrapping {
+            guard let wrapped = optional.unwrapped else { return .null }
             return scalar(wrapped)
         }
         switch any {
@@ -317,13 +317,4 @@ enum PredicateArgument: Sendable, Hashable {
         default: return nil
         }
     }
-}
-
-/// Lets an `Optional` hidden in an `Any` be unwrapped.
-private protocol AnyOptional {
-    var wrappedAny: Any? { get }
-}
-
-extension Optional: AnyOptional {
-    fileprivate var wrappedAny: Any? { self.map { $0 as Any } }
 }
