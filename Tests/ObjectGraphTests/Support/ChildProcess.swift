@@ -1,4 +1,5 @@
 import Foundation
+@testable import ObjectGraph
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Musl)
@@ -22,7 +23,8 @@ final class ChildProcess: @unchecked Sendable {  // mutable state is guarded by 
     private var output = Data()
     private var errors = Data()
     private var exit: Int32?
-    private var readers: [pthread_t] = []
+    /// Left by each reader thread once its pipe reached its end.
+    private let readers = DispatchGroup()
 
     /// Starts `executable` with `arguments` and `environment`; stdin is /dev/null. With
     /// `mergingErrors`, standard error goes to the same pipe as standard output.
@@ -68,8 +70,8 @@ final class ChildProcess: @unchecked Sendable {  // mutable state is guarded by 
             throw POSIXError(POSIXErrorCode(rawValue: status) ?? .EIO)
         }
         self.pid = pid
-        readers.append(startReader(out.read, isError: false))
-        if let err { readers.append(startReader(err.read, isError: true)) }
+        startReader(out.read, isError: false)
+        if let err { startReader(err.read, isError: true) }
     }
 
     /// Standard output so far (with standard error, when merged).
@@ -87,11 +89,7 @@ final class ChildProcess: @unchecked Sendable {  // mutable state is guarded by 
     /// signal that ended it.
     func wait() -> (status: Int32, signaled: Bool) {
         let status = reap(blocking: true)!
-        let threads = lock.withLock { () -> [pthread_t] in
-            defer { readers = [] }
-            return readers
-        }
-        for thread in threads { pthread_join(thread, nil) }
+        readers.wait()
         // `waitpid`'s status: the low 7 bits are the signal that ended the child (0 when it exited).
         let signal = status & 0x7f
         return signal == 0 ? ((status >> 8) & 0xff, false) : (signal, true)
@@ -124,42 +122,24 @@ final class ChildProcess: @unchecked Sendable {  // mutable state is guarded by 
         return (fds[0], fds[1])
     }
 
-    /// A plain pthread (no Foundation `Thread`, no run loop) that reads `fd` to its end.
-    private func startReader(_ fd: Int32, isError: Bool) -> pthread_t {
-        let context = Unmanaged.passRetained(ReaderContext(fd: fd) { [self] data in
-            lock.withLock { if isError { errors.append(data) } else { output.append(data) } }
-        }).toOpaque()
-        var thread = pthread_t()
-        pthread_create(&thread, nil, { pointer in
-            Unmanaged<ReaderContext>.fromOpaque(pointer!).takeRetainedValue().run()
-            return nil
-        }, context)
-        return thread
-    }
-}
-
-/// What a reader thread needs: the pipe, and where its bytes go.
-private final class ReaderContext {
-    let fd: Int32
-    let deliver: (Data) -> Void
-
-    init(fd: Int32, deliver: @escaping (Data) -> Void) {
-        self.fd = fd
-        self.deliver = deliver
-    }
-
-    func run() {
-        var buffer = [UInt8](repeating: 0, count: 1 << 16)
-        while true {
-            let count = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
-            if count > 0 {
-                deliver(Data(buffer[0..<count]))
-            } else if count < 0 && errno == EINTR {
-                continue
-            } else {
-                break
+    /// A thread of its own (no Foundation `Thread`, no run loop) that reads `fd` to its end.
+    private func startReader(_ fd: Int32, isError: Bool) {
+        readers.enter()
+        ThreadOfItsOwn.start { [self] in
+            var buffer = [UInt8](repeating: 0, count: 1 << 16)
+            while true {
+                let count = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+                if count > 0 {
+                    let data = Data(buffer[0..<count])
+                    lock.withLock { if isError { errors.append(data) } else { output.append(data) } }
+                } else if count < 0 && errno == EINTR {
+                    continue
+                } else {
+                    break
+                }
             }
+            close(fd)
+            readers.leave()
         }
-        close(fd)
     }
 }
