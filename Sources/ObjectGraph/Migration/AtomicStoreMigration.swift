@@ -132,16 +132,13 @@ enum AtomicStoreMigration {
         newBackend.withState { state in
             for (code, key) in keys { state.maxKeys[code] = max(state.maxKeys[code] ?? 0, key) }
         }
-        var file = AtomicFile(identifier: oldBackend.identifier, modelHash: mapping.destination.versionHash, state: newBackend.currentState)
         // The file records its new model, as every atomic store does.
-        file.versionHashes = mapping.destination.entityVersionHashesByName
-        file.modelCache = try? CompiledModelWriter.modelCacheContent(mapping.destination)
-        let encoder = PropertyListEncoder()
-        encoder.outputFormat = format == .xml ? .xml : .binary
-        let data: Data
-        do { data = try encoder.encode(file) } catch {
-            throw ObjectGraphError(.io, "Cannot encode the migrated \(type) store at \(url.path): \(error); it was left as it was", url: url)
+        let modelCache: Data
+        do { modelCache = try CompiledModelWriter.modelCacheContent(mapping.destination) } catch {
+            throw ObjectGraphError(.invalidModel, "Cannot record the new model in the \(type) store at \(url.path): \(error); it was left as it was", url: url)
         }
-        try AtomicFileIO.write(data, to: url, type: type)
+        try AtomicFile(identifier: oldBackend.identifier, modelHash: mapping.destination.versionHash, state: newBackend.currentState).write(
+            recording: mapping.destination.entityVersionHashesByName, modelCache: modelCache, format: format, to: url,
+            otherwise: "it was left as it was")
     }
 }

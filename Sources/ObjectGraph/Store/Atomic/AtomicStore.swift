@@ -144,7 +144,22 @@ final class AtomicStore: StoreBackend {
     }
 
     private func write(_ file: AtomicFile) throws {
-        var file = file
+        try file.write(
+            recording: versionHashes, modelCache: modelCache, format: format, to: url, otherwise: "nothing was saved",
+            injectedErrno: injectedWriteErrno.withLock { $0 })
+    }
+}
+
+extension AtomicFile {
+    /// Records the model that writes the file (its entities' version hashes and compiled model),
+    /// encodes the file in `format` and replaces the file at `url` with it atomically.
+    ///
+    /// - Parameter otherwise: what an encoding failure means for the caller, for its message.
+    func write(
+        recording versionHashes: [String: Data], modelCache: Data, format: AtomicFormat, to url: URL, otherwise: String,
+        injectedErrno: CInt? = nil
+    ) throws {
+        var file = self
         file.versionHashes = versionHashes
         file.modelCache = modelCache
         let type: StoreType = format == .xml ? .xml : .binary
@@ -152,9 +167,9 @@ final class AtomicStore: StoreBackend {
         encoder.outputFormat = format == .xml ? .xml : .binary
         let data: Data
         do { data = try encoder.encode(file) } catch {
-            throw ObjectGraphError(.io, "Cannot encode the \(type) store at \(url.path): \(error); nothing was saved", url: url)
+            throw ObjectGraphError(.io, "Cannot encode the \(type) store at \(url.path): \(error); \(otherwise)", url: url)
         }
-        try AtomicFileIO.write(data, to: url, type: type, injectedErrno: injectedWriteErrno.withLock { $0 })
+        try AtomicFileIO.write(data, to: url, type: type, injectedErrno: injectedErrno)
     }
 }
 
