@@ -15,6 +15,8 @@ public struct StoreType: Hashable, Sendable, CustomStringConvertible, Expressibl
     public static let binary = StoreType(rawValue: "Binary")
     /// An atomic store written whole to an XML property list file at each save.
     public static let xml = StoreType(rawValue: "XML")
+    /// A PostgreSQL database, shared by coordinators on several machines (through PostgresNIO).
+    public static let postgres = StoreType(rawValue: "PostgreSQL")
 }
 
 /// Durability of an SQLite store: what an acknowledged save survives.
