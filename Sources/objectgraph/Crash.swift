@@ -113,10 +113,16 @@ enum CrashSchedule {
         }
     }
 
-    /// A container on an SQLite store at `path` (durability FULL, the default).
-    static func container(at path: String) throws -> PersistentContainer {
+    /// A container on an SQLite store at `path` (durability FULL, the default), with persistent
+    /// history and remote-change notifications when asked.
+    static func container(at path: String, history: Bool = false) throws -> PersistentContainer {
         let container = PersistentContainer(name: "Crash", managedObjectModel: CrashModel.make())
-        container.persistentStoreDescriptions = [PersistentStoreDescription(url: URL(fileURLWithPath: path))]
+        let description = PersistentStoreDescription(url: URL(fileURLWithPath: path))
+        if history {
+            description.setOption(true, forKey: PersistentStoreOption.persistentHistoryTracking)
+            description.setOption(true, forKey: PersistentStoreOption.remoteChangeNotificationPost)
+        }
+        container.persistentStoreDescriptions = [description]
         try container.loadPersistentStores()
         return container
     }
@@ -150,13 +156,16 @@ struct CrashSaver: ParsableCommand {
     @Option(help: "How the program ends once the saves are submitted.") var exit: Exit = .return
     @Flag(help: "Also save from the view context (as context number <contexts>).") var view = false
     @Option(help: "Also run one block that sleeps this long (milliseconds) on a background context.") var slowMs: Int?
+    @Flag(help: "Record persistent history (and post remote changes).") var history = false
+    @Option(help: "The background contexts' transaction author.") var author: String?
 
     func run() throws {
         let container: PersistentContainer
-        do { container = try CrashSchedule.container(at: store) } catch { CrashSchedule.fail("cannot load the store: \(error)") }
+        do { container = try CrashSchedule.container(at: store, history: history) } catch { CrashSchedule.fail("cannot load the store: \(error)") }
         if let guardMs { container.waitsForSavesAtExit(timeout: .milliseconds(guardMs)) }
 
         var workers = (0..<contexts).map { c in (c, container.newBackgroundContext()) }
+        for (_, context) in workers { context.transactionAuthor = author }
         if view { workers.append((contexts, container.viewContext)) }
         let workMs = self.workMs
         for (c, context) in workers {

@@ -14,6 +14,7 @@ struct Misuse: ParsableCommand {
         case inaccessibleFault = "inaccessible-fault"
         case reconfigureAfterUse = "reconfigure-after-use"
         case chainTooDeep = "chain-too-deep"
+        case pinChild = "pin-child"
         case none
     }
 
@@ -65,6 +66,11 @@ struct Misuse: ParsableCommand {
                 child.parent = deepest
                 deepest = child
             }
+        case .pinChild:
+            let child = ManagedObjectContext(concurrencyType: .privateQueue)
+            child.name = "pinned child"
+            child.parent = context
+            try child.performAndWait { try child.setQueryGenerationFrom(.current) }
         case .inaccessibleFault:
             let id = try context.performAndWait {
                 let note = context.insertNewObject(forEntityName: "Note")

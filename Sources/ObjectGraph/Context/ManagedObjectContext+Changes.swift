@@ -126,6 +126,7 @@ extension ManagedObjectContext {
     /// afterwards (fetch again, or resolve their IDs).
     public func reset() {
         assertOnQueue("reset()")
+        advanceQueryGeneration()
         let objects = liveObjects
         defer {
             NotificationCenter.default.post(name: Self.objectsDidChangeNotification, object: self, userInfo: [

@@ -155,6 +155,12 @@ extension ManagedObjectContext {
     /// Without `mergeChanges`, the object's unsaved changes are discarded.
     public func refresh(_ object: ManagedObject, mergeChanges: Bool) {
         assertOnQueue("refresh(_:mergeChanges:)")
+        // A pinned context moves to the current generation, which the refreshed object then reads.
+        advanceQueryGeneration()
+        refreshObject(object, mergeChanges: mergeChanges)
+    }
+
+    private func refreshObject(_ object: ManagedObject, mergeChanges: Bool) {
         guard object.managedObjectContext === self, !object.isInserted else { return }
         // A deleted object keeps its delete, which is an unsaved change like any other.
         if mergeChanges && object.isDeleted { return }
@@ -213,9 +219,10 @@ extension ManagedObjectContext {
     /// changes on top of the store's current values).
     public func refreshAllObjects() {
         assertOnQueue("refreshAllObjects()")
+        advanceQueryGeneration()
         let objects = liveObjects
         for object in objects {
-            refresh(object, mergeChanges: true)
+            refreshObject(object, mergeChanges: true)
         }
         guard !objects.isEmpty else { return }
         NotificationCenter.default.post(name: Self.objectsDidChangeNotification, object: self, userInfo: [

@@ -212,7 +212,7 @@ extension ManagedObjectContext {
         } else {
             properties = entity.attributes.filter { !$0.isTransient }
         }
-        let rows = try coordinator.fetchRows(storeRequest(request, entity: entity, values: true))
+        let rows = try readingPinned { try coordinator.fetchRows(storeRequest(request, entity: entity, values: true)) }
         var result: [[String: Any]] = []
         var seen: Set<[Value]> = []
         for row in rows {

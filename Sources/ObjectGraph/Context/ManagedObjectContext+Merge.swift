@@ -130,6 +130,8 @@ extension ManagedObjectContext {
     public func mergeChanges(_ changes: SaveChanges) {
         assertOnQueue("mergeChanges(_:)")
         processPendingChanges()
+        // A pinned context moves to the generation that has the changes it merges.
+        advanceQueryGeneration()
         let received = changes
         var refreshed: Set<ManagedObject> = [], deleted: Set<ManagedObject> = []
 

@@ -27,6 +27,7 @@ extension ManagedObjectContext {
             // Nothing to write: the notifications still say a save happened, as Core Data's do.
             NotificationCenter.default.post(name: Self.willSaveObjectsNotification, object: self)
             postDidSave(inserted: [], updated: [], deleted: [], changes: SaveChanges())
+            advanceQueryGeneration()
             return
         }
         NotificationCenter.default.post(name: Self.willSaveObjectsNotification, object: self)
@@ -43,22 +44,26 @@ extension ManagedObjectContext {
         // Into the stores for a root context, into the parent for a child. Conflicts go to the merge
         // policy, which adjusts the objects; the save is then tried again (a few times at most, for
         // conflicts that keep arriving while it resolves).
-        var attempt = 0
-        while true {
-            attempt += 1
-            let (request, saved) = try makeSaveRequest()
-            do {
-                let result = try parentStore.save(request, requester: self)
-                didSave(saved, result: result)
-                return
-            } catch let error as VersionConflictError {
-                if attempt > 8 { throw mergeConflictError(error.conflicts) }
-                try resolve(error.conflicts)
-            } catch let error as ConstraintConflictError {
-                if attempt > 8 { throw error.error }
-                try resolve(error.conflicts, error: error.error)
+        // A pinned context saves (and resolves conflicts) against the latest version, then moves to it.
+        try unpinnedForSave {
+            var attempt = 0
+            while true {
+                attempt += 1
+                let (request, saved) = try makeSaveRequest()
+                do {
+                    let result = try parentStore.save(request, requester: self)
+                    didSave(saved, result: result)
+                    return
+                } catch let error as VersionConflictError {
+                    if attempt > 8 { throw mergeConflictError(error.conflicts) }
+                    try resolve(error.conflicts)
+                } catch let error as ConstraintConflictError {
+                    if attempt > 8 { throw error.error }
+                    try resolve(error.conflicts, error: error.error)
+                }
             }
         }
+        advanceQueryGeneration()
     }
 
     /// Validates every inserted, updated and deleted object; throws all failures at once.

@@ -100,6 +100,9 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
             }
         }
     }
+    /// Who the context's saves and batch requests are recorded as in persistent history
+    /// (``PersistentHistoryTransaction/author``), with its ``name`` as the transaction's context name.
+    public var transactionAuthor: String?
     /// How conflicts found at save are resolved: ``MergePolicy/error`` (the default) throws.
     public var mergePolicy: MergePolicy = .error
     /// Records the context's changes for ``undo()`` and ``redo()``; nil (the default) records
@@ -177,6 +180,8 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
     var changes = ChangeSet()
     /// Rows fetched as IDs with their values, held in the row cache until `reset()`.
     var pinnedRows: [ManagedObjectID] = []
+    /// The query generation the context is pinned to, if any (`ManagedObjectContext+QueryGeneration`).
+    var queryGeneration = ContextQueryGeneration()
 
     /// Whether the context was used: its configuration (``name``, ``parent``,
     /// ``persistentStoreCoordinator``) is fixed from then on.

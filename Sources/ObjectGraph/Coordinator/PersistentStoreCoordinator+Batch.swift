@@ -46,8 +46,10 @@ extension PersistentStoreCoordinator {
     /// - Throws: ``ObjectGraphError/readOnly`` (before anything is written) when a store is
     ///   read-only; what the stores throw.
     func executeBatch(
-        _ request: (PersistentStore) -> StoreBatchRequest?, on stores: [PersistentStore], merging: Bool, except excluded: ManagedObjectContext? = nil
+        _ request: (PersistentStore) -> StoreBatchRequest?, on stores: [PersistentStore], merging: Bool, except excluded: ManagedObjectContext? = nil,
+        by context: ManagedObjectContext? = nil
     ) throws -> StoreBatchResult {
+        let info = TransactionInfo(author: context?.transactionAuthor, contextName: context?.name)
         for store in stores where store.isReadOnly {
             throw ObjectGraphError(.readOnly, "The store \(store.url?.path ?? store.identifier) is read-only; nothing was written", url: store.url)
         }
@@ -63,7 +65,9 @@ extension PersistentStoreCoordinator {
             for store in stores {
                 guard let storeRequest = request(store) else { continue }
                 let done: StoreBatchResult
-                do { done = try store.backend.executeBatch(storeRequest, store: store) } catch let conflict as ConstraintConflictError {
+                do {
+                    done = try TransactionInfo.$current.withValue(info) { try store.backend.executeBatch(storeRequest, store: store) }
+                } catch let conflict as ConstraintConflictError {
                     // No context resolves a batch request's conflicts: the request is refused.
                     throw conflict.error
                 }

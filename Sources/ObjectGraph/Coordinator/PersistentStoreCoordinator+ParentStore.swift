@@ -6,6 +6,10 @@ import Foundation
 
 extension PersistentStoreCoordinator: ParentStore {
     func snapshots(for ids: [ManagedObjectID], maximumAge: Double?, leasing: Bool, requester: ManagedObjectContext) throws -> ViewedSnapshots {
+        if let generation = requester.readingGeneration {
+            // A pinned context reads its generation, never the row cache (which has the latest rows).
+            return ViewedSnapshots(snapshots: try generation.reading { try readSnapshots(ids.filter { !$0.isTemporaryID }) })
+        }
         var result = ViewedSnapshots()
         var referenced: [ManagedObjectID] = []
         var unread: [ManagedObjectID] = []
@@ -38,12 +42,15 @@ extension PersistentStoreCoordinator: ParentStore {
 
     func destinations(of relationship: RelationshipDescription, for sources: [ManagedObjectID], requester: ManagedObjectContext) throws
         -> [ManagedObjectID: [ManagedObjectID]] {
-        try destinations(of: relationship, for: sources.filter { !$0.isTemporaryID })
+        try requester.readingPinned { try destinations(of: relationship, for: sources.filter { !$0.isTemporaryID }) }
     }
 
     func rows(_ request: StoreFetchRequest, leasing: Bool, requester: ManagedObjectContext) throws -> FetchedRows {
         // Each of several stores orders and pages only its own rows: the requester orders the union.
         let single = persistentStores.count <= 1
+        if let generation = requester.readingGeneration {
+            return FetchedRows(rows: try generation.reading { try fetchRows(single ? request : request.unpaged) }, isOrdered: single, leases: nil)
+        }
         let mark = rowCache.evictionMark
         let rows = try fetchRows(single ? request : request.unpaged)
         return FetchedRows(rows: rows, isOrdered: single, leases: leasing ? lease(rows, readSince: mark) : nil)
@@ -59,8 +66,10 @@ extension PersistentStoreCoordinator: ParentStore {
     }
 
     func count(_ request: StoreFetchRequest, requester: ManagedObjectContext) throws -> Int {
-        guard persistentStores.count > 1, request.fetchLimit > 0 || request.fetchOffset > 0 else { return try countRows(request) }
-        return request.pagedCount(ofUnpaged: try countRows(request.unpaged))
+        try requester.readingPinned {
+            guard persistentStores.count > 1, request.fetchLimit > 0 || request.fetchOffset > 0 else { return try countRows(request) }
+            return request.pagedCount(ofUnpaged: try countRows(request.unpaged))
+        }
     }
 
     func permanentIDs(for ids: [ManagedObjectID], assignments: [ManagedObjectID: PersistentStore], requester: ManagedObjectContext) throws
@@ -141,8 +150,9 @@ extension PersistentStoreCoordinator: ParentStore {
             throw ObjectGraphError(.readOnly, "The store \(store.url?.path ?? store.identifier) is read-only; nothing was written", url: store.url)
         }
         var result = ContextSaveResult()
+        let info = TransactionInfo(author: requester.transactionAuthor, contextName: requester.name)
         for (store, request) in zip(stores, requests) where !request.isEmpty {
-            let saved = try save(request, to: store)
+            let saved = try save(request, to: store, info: info)
             // The first (usually the only) store's result is taken whole: merging rebuilds it.
             if result.permanentIDs.isEmpty { result.permanentIDs = saved.permanentIDs } else {
                 result.permanentIDs.merge(saved.permanentIDs) { _, new in new }

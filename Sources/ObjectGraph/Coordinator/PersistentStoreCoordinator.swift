@@ -13,9 +13,12 @@ public struct StoreStatistics: Sendable, Hashable, CustomStringConvertible {
     public var faultsFromStore: Int
     /// Rows in the row cache now.
     public var rowCacheCount: Int
+    /// Query generations pinned now (``ManagedObjectContext/setQueryGenerationFrom(_:)``): each
+    /// holds a snapshot of the stores, and, on an SQLite store, a reader connection in its read transaction.
+    public var pinnedQueryGenerations: Int = 0
 
     public var description: String {
-        "sqlStatements: \(sqlStatements), rowCacheHits: \(rowCacheHits), rowCacheMisses: \(rowCacheMisses), faultsFromStore: \(faultsFromStore), rowCacheCount: \(rowCacheCount)"
+        "sqlStatements: \(sqlStatements), rowCacheHits: \(rowCacheHits), rowCacheMisses: \(rowCacheMisses), faultsFromStore: \(faultsFromStore), rowCacheCount: \(rowCacheCount), pinnedQueryGenerations: \(pinnedQueryGenerations)"
     }
 }
 
@@ -44,10 +47,20 @@ public final class PersistentStoreCoordinator: Sendable, CustomStringConvertible
     /// coordinator holds no context, only what each subscriber asked to be called with.
     private let saveSubscribers = Protected<[Int: @Sendable (ManagedObjectContext.SaveChanges, ObjectIdentifier) -> Void]>([:])
     private let subscriptionCounter = Atomic<Int>(0)
+    /// Remote-change watchers and the `remoteChanges` streams.
+    let remoteState = Protected(RemoteChangeState())
+    /// Live query generations (pinned snapshots), for ``StoreStatistics/pinnedQueryGenerations``.
+    let pinnedGenerations = Atomic<Int>(0)
+    /// The live query generations, by token, so that a token pins another context to its generation.
+    let queryGenerations = Protected(QueryGenerationRegistry())
 
     public init(managedObjectModel: ManagedObjectModel, name: String? = nil) {
         self.managedObjectModel = managedObjectModel
         self.name = name
+    }
+
+    deinit {
+        stopAllRemoteChangeWatchers()
     }
 
     public var description: String { "PersistentStoreCoordinator(\(name ?? "unnamed"), \(persistentStores.count) stores)" }
@@ -86,6 +99,18 @@ public final class PersistentStoreCoordinator: Sendable, CustomStringConvertible
         let options = try StoreOptions(options)
         let readOnly = options.readOnly, durability = options.durability
         let readers = options.maximumReaderCount, busyTimeout = options.busyTimeout
+        if type != .sqlite && (options.historyTracking || options.remoteChangeNotifications) {
+            throw ObjectGraphError(
+                .unsupported,
+                "A \(type) store keeps no persistent history and hears no remote changes (as in Core Data, only an SQLite store does): remove the \(options.historyTracking ? PersistentStoreOption.persistentHistoryTracking : PersistentStoreOption.remoteChangeNotificationPost) option",
+                url: url)
+        }
+        if options.mergesRemoteChanges && !(options.historyTracking && options.remoteChangeNotifications) {
+            throw ObjectGraphError(
+                .unsupported,
+                "\(PersistentStoreOption.mergesRemoteChangesAutomatically) needs \(PersistentStoreOption.persistentHistoryTracking) and \(PersistentStoreOption.remoteChangeNotificationPost) too: remote changes are merged from history",
+                url: url)
+        }
         lock()
         defer { unlock() }
         let backend: any StoreBackend
@@ -99,7 +124,7 @@ public final class PersistentStoreCoordinator: Sendable, CustomStringConvertible
             }
             backend = try SQLiteStore(
                 url: url, model: managedObjectModel, readOnly: readOnly, durability: durability,
-                maximumReaderCount: readers, busyTimeout: busyTimeout)
+                maximumReaderCount: readers, busyTimeout: busyTimeout, historyTracking: options.historyTracking)
         case .inMemory:
             backend = InMemoryStore(model: managedObjectModel)
         case .binary, .xml:
@@ -111,6 +136,9 @@ public final class PersistentStoreCoordinator: Sendable, CustomStringConvertible
         let store = PersistentStore(
             type: type, url: url, configurationName: configuration, isReadOnly: readOnly, durability: durability, backend: backend)
         stores.withLock { $0.append(store) }
+        if options.remoteChangeNotifications, let sqlite = backend as? SQLiteStore {
+            startWatchingRemoteChanges(of: store, backend: sqlite, merging: options.mergesRemoteChanges)
+        }
         return store
     }
 
@@ -119,6 +147,7 @@ public final class PersistentStoreCoordinator: Sendable, CustomStringConvertible
         lock()
         defer { unlock() }
         stores.withLock { $0.removeAll { $0 === store } }
+        stopWatchingRemoteChanges(of: store)
         try store.backend.close()
     }
 
@@ -147,7 +176,8 @@ public final class PersistentStoreCoordinator: Sendable, CustomStringConvertible
             rowCacheHits: rowCache.hits.load(ordering: .relaxed),
             rowCacheMisses: rowCache.misses.load(ordering: .relaxed),
             faultsFromStore: faultsFromStoreCounter.load(ordering: .relaxed),
-            rowCacheCount: rowCache.count)
+            rowCacheCount: rowCache.count,
+            pinnedQueryGenerations: pinnedGenerations.load(ordering: .relaxed))
     }
 
     // MARK: - Saves, to subscribers
@@ -256,6 +286,15 @@ public final class PersistentStoreCoordinator: Sendable, CustomStringConvertible
     /// Snapshots of objects from the store (not the cache), registered in the row cache with a
     /// reference each.
     func fetchSnapshots(_ ids: [ManagedObjectID]) throws -> [ManagedObjectID: Snapshot] {
+        let mark = rowCache.evictionMark
+        let result = try readSnapshots(ids)
+        rowCache.register(result.map { StoreRow(id: $0.key, snapshot: $0.value) }, retain: true, readSince: mark)
+        return result
+    }
+
+    /// Snapshots of objects from the stores (of a pinned generation while one is reading), not
+    /// registered in the row cache.
+    func readSnapshots(_ ids: [ManagedObjectID]) throws -> [ManagedObjectID: Snapshot] {
         try access {
             var result: [ManagedObjectID: Snapshot] = [:]
             // The IDs of each store, found without a lock or a hash per ID (usually one store).
@@ -267,13 +306,11 @@ public final class PersistentStoreCoordinator: Sendable, CustomStringConvertible
                     : stores.firstIndex { $0 === store } ?? stores.firstIndex { $0.identifier == store.identifier }
                 if let index { lists[index].append(id) }
             }
-            let mark = rowCache.evictionMark
             for (store, list) in zip(stores, lists) where !list.isEmpty {
                 let found = try store.backend.snapshots(for: list, store: store)
                 if result.isEmpty { result = found } else { result.merge(found) { a, _ in a } }
             }
             faultsFromStoreCounter.add(result.count, ordering: .relaxed)
-            rowCache.register(result.map { StoreRow(id: $0.key, snapshot: $0.value) }, retain: true, readSince: mark)
             return result
         }
     }
@@ -317,12 +354,12 @@ public final class PersistentStoreCoordinator: Sendable, CustomStringConvertible
     }
 
     /// Writes a save to the store in one transaction and updates the row cache.
-    func save(_ request: StoreSaveRequest, to store: PersistentStore) throws -> StoreSaveResult {
+    func save(_ request: StoreSaveRequest, to store: PersistentStore, info: TransactionInfo = TransactionInfo()) throws -> StoreSaveResult {
         try access {
             if store.isReadOnly {
                 throw ObjectGraphError(.readOnly, "The store \(store.url?.path ?? store.identifier) is read-only; nothing was written", url: store.url)
             }
-            let result = try store.backend.save(request, store: store)
+            let result = try TransactionInfo.$current.withValue(info) { try store.backend.save(request, store: store) }
             rowCache.didSave(snapshots: result.snapshots, deleted: request.deleted.map(\.id))
             return result
         }

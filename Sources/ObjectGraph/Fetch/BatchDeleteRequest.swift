@@ -90,7 +90,7 @@ public final class BatchDeleteRequest: PersistentStoreRequest {
             if let affectedStores { stores = stores.filter { store in affectedStores.contains { $0 === store } } }
             done = try coordinator.executeBatch(
                 { store in byStore[ObjectIdentifier(store)].map(StoreBatchRequest.deleteObjects) }, on: stores, merging: mergesChangesIntoContexts,
-                except: mergesIntoExecutingContext ? context : nil)
+                except: mergesIntoExecutingContext ? context : nil, by: context)
         } else {
             let entity = try coordinator.batchEntity(named: fetchRequest.entityName, fetchRequest.entity)
             try fetchRequest.predicate?.validate()
@@ -100,7 +100,7 @@ public final class BatchDeleteRequest: PersistentStoreRequest {
                 includesPropertyValues: false)
             let stores = try coordinator.batchStores(for: entity, affectedStores: affectedStores)
             done = try coordinator.executeBatch(
-                { _ in .delete(fetch) }, on: stores, merging: mergesChangesIntoContexts, except: mergesIntoExecutingContext ? context : nil)
+                { _ in .delete(fetch) }, on: stores, merging: mergesChangesIntoContexts, except: mergesIntoExecutingContext ? context : nil, by: context)
         }
         if mergesIntoExecutingContext && !done.deleted.isEmpty {
             context.mergeChanges(ManagedObjectContext.SaveChanges(updatedObjectIDs: Set(done.updated), deletedObjectIDs: Set(done.deleted)))

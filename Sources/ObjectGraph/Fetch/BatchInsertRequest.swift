@@ -109,7 +109,7 @@ public final class BatchInsertRequest: PersistentStoreRequest {
         // The rows go to one store, as a save's inserts do: the first that can hold the entity.
         let stores = try coordinator.batchStores(for: entity, affectedStores: affectedStores)
         let store = stores.first { !$0.isReadOnly } ?? stores[0]
-        let done = try coordinator.executeBatch({ _ in .insert(entity: entity, rows: rows) }, on: [store], merging: mergesChangesIntoContexts)
+        let done = try coordinator.executeBatch({ _ in .insert(entity: entity, rows: rows) }, on: [store], merging: mergesChangesIntoContexts, by: context)
         // Several rows can go to one object (an upsert, or rows sharing a constraint's values): each
         // object once. When there are as many objects as rows, they are distinct already.
         guard done.affected.count != done.inserted.count + done.updated.count else { return BatchInsertResult(resultType: resultType, result: done.affected) }

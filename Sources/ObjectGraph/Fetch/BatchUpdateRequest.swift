@@ -66,7 +66,7 @@ public final class BatchUpdateRequest: PersistentStoreRequest {
         try predicate?.validate()
         let fetch = StoreFetchRequest(entity: entity, includesSubentities: includesSubentities, predicate: predicate, includesPropertyValues: false)
         let stores = try coordinator.batchStores(for: entity, affectedStores: affectedStores)
-        let done = try coordinator.executeBatch({ _ in .update(fetch, values: values) }, on: stores, merging: mergesChangesIntoContexts)
+        let done = try coordinator.executeBatch({ _ in .update(fetch, values: values) }, on: stores, merging: mergesChangesIntoContexts, by: context)
         return BatchUpdateResult(resultType: resultType, ids: done.affected)
     }
 }

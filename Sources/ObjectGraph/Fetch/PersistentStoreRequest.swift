@@ -12,6 +12,8 @@ public enum PersistentStoreRequestType: UInt, Sendable, Hashable {
     case batchUpdateRequestType = 6
     /// A ``BatchDeleteRequest``.
     case batchDeleteRequestType = 7
+    /// A ``PersistentHistoryChangeRequest``.
+    case persistentHistoryChangeRequestType = 8
 }
 
 /// The base class of the requests a context passes to its stores with

@@ -157,7 +157,7 @@ extension Value {
     }
 
     /// The Swift value `value(forKey:)` returns for this canonical value.
-    func publicValue(for type: AttributeType) -> Any? {
+    func publicValue(for type: AttributeType) -> (any Sendable)? {
         switch self {
         case .null: return nil
         case .int(let v):

@@ -38,6 +38,19 @@ public enum PersistentStoreOption {
     public static let maximumReaderCount = "ObjectGraphMaximumReaderCount"
     /// A `Double`: how long (seconds) a writer waits on a lock held by another process. Default: 5.
     public static let busyTimeout = "ObjectGraphBusyTimeout"
+    /// A `Bool`: record every save and batch request in the store's persistent history (Core Data's
+    /// `ATRANSACTION` and `ACHANGE` tables), for ``PersistentHistoryChangeRequest``. SQLite stores
+    /// only, as in Core Data. See <doc:HistoryAndMultipleProcesses>.
+    public static let persistentHistoryTracking = "NSPersistentHistoryTrackingKey"
+    /// A `Bool`: post ``Foundation/Notification/Name/persistentStoreRemoteChange`` and yield on
+    /// ``PersistentStoreCoordinator/remoteChanges`` for every commit to the store, by this
+    /// coordinator, another one in this process or another process. SQLite stores only.
+    public static let remoteChangeNotificationPost = "NSPersistentStoreRemoteChangeNotificationOptionKey"
+    /// A `Bool` (ObjectGraph's own): with history tracking and remote-change notifications, the
+    /// coordinator reads the history of every commit made elsewhere (another coordinator or
+    /// process) and its contexts that have `automaticallyMergesChangesFromParent` merge it, without
+    /// the app's own fetch-and-merge loop. Default: false.
+    public static let mergesRemoteChangesAutomatically = "ObjectGraphMergesRemoteChangesAutomatically"
 }
 
 /// A store added to a coordinator (`NSPersistentStore`).

@@ -114,6 +114,9 @@ protocol StoreBackend: AnyObject, Sendable {
     func executeBatch(_ request: StoreBatchRequest, store: PersistentStore) throws -> StoreBatchResult
     /// Reads the current versions and snapshots of rows, for conflict reports and merges.
     func currentSnapshots(for ids: [ManagedObjectID], store: PersistentStore) throws -> [ManagedObjectID: Snapshot]
+    /// Pins the store's current version for a query generation: while the generation is reading
+    /// (``QueryGeneration/current``), the store's reads see that version.
+    func pinVersion(store: PersistentStore) throws -> any PinnedStoreVersion
     /// Closes the store.
     func close() throws
 }

@@ -8,6 +8,9 @@ struct StoreOptions: Sendable, Equatable {
     var durability = StoreDurability.full
     var maximumReaderCount = 5
     var busyTimeout: Double = 5
+    var historyTracking = false
+    var remoteChangeNotifications = false
+    var mergesRemoteChanges = false
 
     /// - Throws: ``ObjectGraphError/unsupported`` naming the key, the value and the type expected.
     init(_ options: [String: any Sendable]?) throws {
@@ -19,6 +22,15 @@ struct StoreOptions: Sendable, Equatable {
             guard let flag = value as? Bool else { throw refuse(PersistentStoreOption.readOnly, value, expected: "a Bool") }
             readOnly = flag
         }
+        func flag(_ key: String) throws -> Bool? {
+            guard let value = options[key] else { return nil }
+            if let flag = value as? Bool { return flag }
+            if let number = value as? Int, number == 0 || number == 1 { return number == 1 }
+            throw refuse(key, value, expected: "a Bool")
+        }
+        historyTracking = try flag(PersistentStoreOption.persistentHistoryTracking) ?? false
+        remoteChangeNotifications = try flag(PersistentStoreOption.remoteChangeNotificationPost) ?? false
+        mergesRemoteChanges = try flag(PersistentStoreOption.mergesRemoteChangesAutomatically) ?? false
         if let value = options[PersistentStoreOption.durability] {
             if let durability = value as? StoreDurability {
                 self.durability = durability

@@ -35,6 +35,7 @@ public struct ObjectGraphError: Error, Equatable, Hashable, Sendable, CustomStri
         public static let invalidFetchRequest = Code("invalidFetchRequest")
         public static let noPersistentStore = Code("noPersistentStore")
         public static let unsupported = Code("unsupported")
+        public static let historyTokenExpired = Code("historyTokenExpired")
     }
 
     /// The kind of failure.
@@ -103,4 +104,6 @@ public struct ObjectGraphError: Error, Equatable, Hashable, Sendable, CustomStri
     public static let invalidFetchRequest = ObjectGraphError(.invalidFetchRequest, "The fetch request is invalid.")
     public static let noPersistentStore = ObjectGraphError(.noPersistentStore, "The coordinator has no persistent store.")
     public static let unsupported = ObjectGraphError(.unsupported, "The operation is not supported.")
+    /// History after a token was asked for, but history up to it was deleted: changes were missed.
+    public static let historyTokenExpired = ObjectGraphError(.historyTokenExpired, "The persistent history token has expired.")
 }

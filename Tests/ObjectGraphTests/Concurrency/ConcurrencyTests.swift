@@ -260,7 +260,7 @@ struct ConcurrencyTests {
         #expect(try stack.context().all("Note").count == 1100)
     }
 
-    @Test(arguments: ["context-off-queue", "object-off-queue", "inaccessible-fault", "reconfigure-after-use", "chain-too-deep"])
+    @Test(arguments: ["context-off-queue", "object-off-queue", "inaccessible-fault", "reconfigure-after-use", "chain-too-deep", "pin-child"])
     func breakingARuleStopsTheProcessWithAMessage(_ kind: String) throws {
         let result = try runTool(["_misuse", kind])
         #expect(result.status != 0)
@@ -277,6 +277,9 @@ struct ConcurrencyTests {
         case "chain-too-deep":
             #expect(result.output.contains("the chain would be more than \(ManagedObjectContext.maximumNestingDepth) contexts deep"))
             #expect(result.output.contains("cannot be a child of 'context "))
+        case "pin-child":
+            #expect(result.output.contains("setQueryGenerationFrom(_:) on child context 'pinned child'"))
+            #expect(result.output.contains("pin the parent instead"))
         default:
             #expect(result.output.contains("object Note/p1 in context 'stale reader' has no row"))
             #expect(result.output.contains("shouldDeleteInaccessibleFaults"))

@@ -152,7 +152,7 @@ struct CoreDataStoreTests {
         let coordinator = PersistentStoreCoordinator(managedObjectModel: model)
         let error = try #require(throws: ObjectGraphError.self) { try coordinator.addPersistentStore(type: .sqlite, at: copy) }
         #expect(error.code == .readOnly)
-        #expect(error.message.contains("ATRANSACTION") && error.message.contains("read-only option"))
+        #expect(error.message.contains("ATRANSACTION") && error.message.contains(PersistentStoreOption.persistentHistoryTracking) && error.message.contains("read-only"))
         let store = try coordinator.addPersistentStore(type: .sqlite, at: copy, options: [PersistentStoreOption.readOnly: true])
         let context = ManagedObjectContext(concurrencyType: .confinement)
         context.persistentStoreCoordinator = coordinator

@@ -85,6 +85,7 @@ enum TestModels {
 }
 
 extension ManagedObjectContext {
+    @discardableResult
     func insert(_ entity: String, _ values: [String: Any]) -> ManagedObject {
         let object = insertNewObject(forEntityName: entity)
         for (key, value) in values { object.setValue(value, forKey: key) }

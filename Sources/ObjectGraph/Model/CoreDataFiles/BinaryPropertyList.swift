@@ -2,7 +2,7 @@ import Foundation
 
 /// A value of a property list, with the keyed archiver's `UID` kept as its own case (Foundation's
 /// `PropertyListSerialization` has no portable representation of it).
-enum PropertyListValue: Equatable {
+enum PropertyListValue: Equatable, Sendable {
     case string(String)
     case integer(Int64)
     case real(Double)

@@ -88,6 +88,7 @@ final class AtomicStore: StoreBackend {
 
     func fetch(_ request: StoreFetchRequest, store: PersistentStore) throws -> [StoreRow] { try load(store).fetch(request, store: store) }
     func count(_ request: StoreFetchRequest, store: PersistentStore) throws -> Int { try load(store).count(request, store: store) }
+    func pinVersion(store: PersistentStore) throws -> any PinnedStoreVersion { try load(store).pinVersion(store: store) }
     func snapshots(for ids: [ManagedObjectID], store: PersistentStore) throws -> [ManagedObjectID: Snapshot] {
         try load(store).snapshots(for: ids, store: store)
     }

@@ -33,10 +33,30 @@ final class InMemoryStore: StoreBackend {
     /// A consistent copy of the rows (cheap: copy-on-write).
     var currentState: InMemoryState { state.withLock { $0 } }
 
+    /// The rows reads see: a query generation's pinned copy while one is reading, else the current rows.
+    private var readableState: InMemoryState {
+        QueryGeneration.pinnedVersion(of: self, as: PinnedRows.self)?.state ?? currentState
+    }
+
+    /// A query generation's version of the store: a copy of its rows (copy-on-write, so it costs
+    /// nothing until the next save changes them).
+    final class PinnedRows: PinnedStoreVersion {
+        let state: InMemoryState
+        let backendID: ObjectIdentifier
+        init(state: InMemoryState, backend: InMemoryStore) {
+            self.state = state
+            self.backendID = ObjectIdentifier(backend)
+        }
+    }
+
+    func pinVersion(store: PersistentStore) throws -> any PinnedStoreVersion {
+        PinnedRows(state: currentState, backend: self)
+    }
+
     // MARK: - Reading
 
     func fetch(_ request: StoreFetchRequest, store: PersistentStore) throws -> [StoreRow] {
-        let view = InMemoryView(state: currentState, store: store, model: model)
+        let view = InMemoryView(state: readableState, store: store, model: model)
         var subjects = try view.matching(request)
         if !request.sortDescriptors.isEmpty {
             subjects = try FetchSortDescriptor.sorted(subjects, by: request.sortDescriptors, subject: { $0 })
@@ -54,7 +74,7 @@ final class InMemoryStore: StoreBackend {
     }
 
     func snapshots(for ids: [ManagedObjectID], store: PersistentStore) throws -> [ManagedObjectID: Snapshot] {
-        state.withLock { state in
+        func read(_ state: InMemoryState) -> [ManagedObjectID: Snapshot] {
             var result: [ManagedObjectID: Snapshot] = [:]
             for id in ids {
                 guard let pk = id.primaryKey, let snapshot = state.tables[id.entity.rootEntity.entityCode]?[pk] else { continue }
@@ -62,12 +82,14 @@ final class InMemoryStore: StoreBackend {
             }
             return result
         }
+        if let pinned = QueryGeneration.pinnedVersion(of: self, as: PinnedRows.self) { return read(pinned.state) }
+        return state.withLock { read($0) }
     }
 
     func destinations(of relationship: RelationshipDescription, for sources: [ManagedObjectID], store: PersistentStore) throws
         -> [ManagedObjectID: [ManagedObjectID]]
     {
-        let view = InMemoryView(state: currentState, store: store, model: model)
+        let view = InMemoryView(state: readableState, store: store, model: model)
         var result: [ManagedObjectID: [ManagedObjectID]] = [:]
         for source in sources { result[source] = view.destinations(of: relationship, from: source) }
         return result

@@ -22,20 +22,35 @@ import GRDBSQLite
 
 extension SQLiteStore {
     func executeBatch(_ request: StoreBatchRequest, store: PersistentStore) throws -> StoreBatchResult {
+        let doing = switch request {
+        case .insert(let entity, _): "batch inserting \(entity.name)"
+        case .update(let fetch, _): "batch updating \(fetch.entity.name)"
+        case .delete(let fetch): "batch deleting \(fetch.entity.name)"
+        case .deleteObjects: "batch deleting objects"
+        }
+        return try write(doing) { db in
+            guard historyTracking else { return try runBatch(request, store: store, db) }
+            // Recorded in the batch's own transaction, with the tombstones of what it deletes.
+            try prepareTombstones(db)
+            let result = try runBatch(request, store: store, db)
+            try recordHistory(historyChanges(of: request, result: result), db: db)
+            return result
+        }
+    }
+
+    private func runBatch(_ request: StoreBatchRequest, store: PersistentStore, _ db: Database) throws -> StoreBatchResult {
         switch request {
         case .insert(let entity, let rows):
-            return try write("batch inserting \(entity.name)") { db in try batchInsert(entity, rows, store: store, db) }
+            return try batchInsert(entity, rows, store: store, db)
         case .update(let fetch, let values):
-            return try write("batch updating \(fetch.entity.name)") { db in try batchUpdate(fetch, values, store: store, db) }
+            return try batchUpdate(fetch, values, store: store, db)
         case .delete(let fetch):
-            return try write("batch deleting \(fetch.entity.name)") { db in
-                if let deleted = try deleteMatching(fetch, store: store, db) {
-                    return try clearReferences(to: deleted, result: StoreBatchResult(affected: deleted, deleted: deleted), store: store, db)
-                }
-                return try batchDelete(try selectIDs(fetch, store: store, db), store: store, db)
+            if let deleted = try deleteMatching(fetch, store: store, db) {
+                return try clearReferences(to: deleted, result: StoreBatchResult(affected: deleted, deleted: deleted), store: store, db)
             }
+            return try batchDelete(try selectIDs(fetch, store: store, db), store: store, db)
         case .deleteObjects(let ids):
-            return try write("batch deleting objects") { db in try batchDelete(try existingIDs(ids, store: store, db), store: store, db) }
+            return try batchDelete(try existingIDs(ids, store: store, db), store: store, db)
         }
     }
 

@@ -32,7 +32,12 @@ extension SQLiteStore {
         let files = ExternalFileChanges()
         let result: StoreSaveResult
         do {
-            result = try write("saving") { db in try self.apply(request, store: store, db: db, files: files) }
+            result = try write("saving") { db in
+                try prepareTombstones(db)
+                let result = try self.apply(request, store: store, db: db, files: files)
+                if historyTracking { try recordHistory(historyChanges(of: request, result: result), db: db) }
+                return result
+            }
         } catch {
             externalData.remove(files.written)
             throw error

@@ -22,11 +22,19 @@ final class SQLiteStore: StoreBackend {
     /// Whether any attribute of the model uses external storage (the save path skips it otherwise).
     let usesExternalStorage: Bool
     private let statements = Atomic<Int>(0)
+    /// Whether saves and batch requests are recorded in persistent history.
+    let historyTracking: Bool
+    /// The SQL of the temporary triggers that keep tombstones, when history is tracked and some
+    /// entity preserves attributes on deletion.
+    let tombstoneSQL: String?
+    /// The numbers of the history transactions this store object wrote (its coordinator's own
+    /// commits), until the remote-change watcher has passed them.
+    let ownTransactions = Protected<Set<Int64>>([])
 
     var statementCount: Int { statements.load(ordering: .relaxed) }
 
     init(url: URL, model: ManagedObjectModel, readOnly: Bool, durability: StoreDurability,
-         maximumReaderCount: Int, busyTimeout: Double) throws {
+         maximumReaderCount: Int, busyTimeout: Double, historyTracking: Bool = false) throws {
         guard url.isFileURL else {
             throw ObjectGraphError(
                 .unsupported, "Cannot add a \(StoreType.sqlite) store at \(url.absoluteString): it is not a file URL, and an \(StoreType.sqlite) store is a local file",
@@ -41,14 +49,17 @@ final class SQLiteStore: StoreBackend {
         try Self.checkHeader(of: url)
         let isExisting = ((try? FileManager.default.attributesOfItem(atPath: path)[.size] as? Int) ?? 0) > 0
         let existing = isExisting ? try Self.inspect(url, model: model) : nil
-        if let existing, !existing.historyTables.isEmpty, !readOnly {
+        if let existing, !existing.historyTables.isEmpty, !readOnly, !historyTracking {
+            // Core Data's rule: a store with history opened without tracking would hide changes from history readers.
             throw ObjectGraphError(
                 .readOnly,
-                "The store at \(path) records Core Data's persistent history (\(existing.historyTables.joined(separator: ", "))), which ObjectGraph does not write yet: a save would hide its changes from the app's history readers. Add it with the read-only option",
+                "The store at \(path) records persistent history (\(existing.historyTables.joined(separator: ", "))): add it with the \(PersistentStoreOption.persistentHistoryTracking) option (or read-only), or a save would hide its changes from the app's history readers",
                 url: url)
         }
+        self.historyTracking = historyTracking
         self.schema = existing.map { SQLiteSchema(model: model, entityNumbers: $0.entityNumbers, existingColumns: $0.columns) }
             ?? SQLiteSchema(model: model)
+        self.tombstoneSQL = historyTracking ? Self.tombstoneTriggerSQL(schema: schema) : nil
         if !readOnly {
             let directory = url.deletingLastPathComponent().path
             var isDirectory: ObjCBool = false
@@ -131,6 +142,9 @@ final class SQLiteStore: StoreBackend {
                     return try Self.create(in: db, schema: schema)
                 }
             }
+            if historyTracking && !readOnly {
+                try pool.write { db in try Self.createHistoryTables(in: db, schema: schema) }
+            }
         } catch let error as ObjectGraphError {
             try? pool.close()
             throw error
@@ -194,14 +208,39 @@ final class SQLiteStore: StoreBackend {
 
     func count(_ n: Int = 1) { statements.add(n, ordering: .relaxed) }
 
+    /// A read in one transaction: of the pinned version of a query generation when one is reading.
     func read<T>(_ doing: String, _ body: (Database) throws -> T) throws -> T {
-        do { return try pool.read(body) } catch { throw Self.translate(error, url: url, while: doing) }
+        do {
+            if let pinned = QueryGeneration.pinnedVersion(of: self, as: PinnedReader.self) { return try pinned.snapshot.read(body) }
+            return try pool.read(body)
+        } catch { throw Self.translate(error, url: url, while: doing) }
     }
 
     /// A read of one statement: SQLite runs a lone statement in its own implicit transaction, so the
     /// explicit one `read` opens (BEGIN, COMMIT) would only add two statements to every fault.
     func readOne<T>(_ doing: String, _ body: (Database) throws -> T) throws -> T {
-        do { return try pool.unsafeRead(body) } catch { throw Self.translate(error, url: url, while: doing) }
+        do {
+            if let pinned = QueryGeneration.pinnedVersion(of: self, as: PinnedReader.self) { return try pinned.snapshot.read(body) }
+            return try pool.unsafeRead(body)
+        } catch { throw Self.translate(error, url: url, while: doing) }
+    }
+
+    /// A query generation's version of the store: a reader connection of its own, in a read
+    /// transaction opened when the generation was pinned (GRDB's `DatabaseSnapshot`). While it lives,
+    /// checkpoints cannot move the write-ahead log's content into the database past it.
+    final class PinnedReader: PinnedStoreVersion {
+        let snapshot: DatabaseSnapshot
+        let backendID: ObjectIdentifier
+        init(snapshot: DatabaseSnapshot, backend: SQLiteStore) {
+            self.snapshot = snapshot
+            self.backendID = ObjectIdentifier(backend)
+        }
+    }
+
+    func pinVersion(store: PersistentStore) throws -> any PinnedStoreVersion {
+        do { return PinnedReader(snapshot: try pool.makeSnapshot(), backend: self) } catch {
+            throw Self.translate(error, url: url, while: "pinning a query generation")
+        }
     }
 
     func write<T>(_ doing: String, _ body: (Database) throws -> T) throws -> T {

@@ -1,0 +1,129 @@
+import Foundation
+
+extension Notification.Name {
+    /// Posted by a coordinator (the notification's object) for every commit to one of its stores
+    /// added with ``PersistentStoreOption/remoteChangeNotificationPost`` — by this coordinator,
+    /// another one in this process, or another process (`NSPersistentStoreRemoteChange`). The user
+    /// info has "historyToken" (a ``PersistentHistoryToken``, when the store keeps history),
+    /// "storeUUID" (a `String`) and "storeURL" (a `URL`). Posted on a thread of ObjectGraph's own.
+    public static let persistentStoreRemoteChange = Notification.Name("NSPersistentStoreRemoteChangeNotification")
+}
+
+/// One commit to a store, heard by its coordinator (ObjectGraph's own form of
+/// ``Foundation/Notification/Name/persistentStoreRemoteChange``). See <doc:HistoryAndMultipleProcesses>.
+public struct RemoteChange: Sendable, Hashable {
+    /// The UUID of the store committed to.
+    public let storeUUID: String
+    /// The store's file.
+    public let storeURL: URL?
+    /// The position just after the commit, when the store keeps history.
+    public let historyToken: PersistentHistoryToken?
+
+    /// The user info of the notification.
+    var userInfo: [AnyHashable: Any] {
+        var info: [AnyHashable: Any] = ["storeUUID": storeUUID]
+        if let storeURL { info["storeURL"] = storeURL }
+        if let historyToken { info["historyToken"] = historyToken }
+        return info
+    }
+}
+
+/// A coordinator's watchers and the continuations of its `remoteChanges` streams.
+struct RemoteChangeState {
+    var watchers: [ObjectIdentifier: SQLiteChangeWatcher] = [:]
+    var streams: [Int: AsyncStream<RemoteChange>.Continuation] = [:]
+    var nextStream = 0
+}
+
+extension PersistentStoreCoordinator {
+    /// Every commit to the coordinator's stores added with
+    /// ``PersistentStoreOption/remoteChangeNotificationPost``, as it is heard (one stream per access;
+    /// it ends when the coordinator goes away).
+    ///
+    /// ```swift
+    /// for await change in coordinator.remoteChanges {
+    ///     let history = PersistentHistoryChangeRequest.fetchHistory(after: lastToken)
+    ///     …
+    /// }
+    /// ```
+    public var remoteChanges: AsyncStream<RemoteChange> {
+        let (stream, continuation) = AsyncStream<RemoteChange>.makeStream(bufferingPolicy: .unbounded)
+        let key = remoteState.withLock { state in
+            state.nextStream += 1
+            state.streams[state.nextStream] = continuation
+            return state.nextStream
+        }
+        continuation.onTermination = { [weak self] _ in _ = self?.remoteState.withLock { $0.streams.removeValue(forKey: key) } }
+        return stream
+    }
+
+    func startWatchingRemoteChanges(of store: PersistentStore, backend: SQLiteStore, merging: Bool) {
+        let url = store.url
+        let identifier = store.identifier
+        let watcher = try? SQLiteChangeWatcher(store: store, backend: backend, readsChanges: merging) { [weak self, weak backend] transactions in
+            guard let self, let backend else { return }
+            self.heard(transactions, store: identifier, url: url, backend: backend, merging: merging)
+        }
+        guard let watcher else { return }
+        remoteState.withLock { $0.watchers[ObjectIdentifier(store)] = watcher }
+    }
+
+    func stopWatchingRemoteChanges(of store: PersistentStore) {
+        remoteState.withLock { $0.watchers.removeValue(forKey: ObjectIdentifier(store)) }?.stop()
+    }
+
+    /// Stops every watcher (when the coordinator goes away) and ends the streams.
+    func stopAllRemoteChangeWatchers() {
+        let (watchers, streams) = remoteState.withLock { state in
+            defer { state.watchers = [:]; state.streams = [:] }
+            return (Array(state.watchers.values), Array(state.streams.values))
+        }
+        for watcher in watchers { watcher.stop() }
+        for stream in streams { stream.finish() }
+    }
+
+    /// Posts what a watcher heard and, with `merging`, hands commits made elsewhere to the contexts
+    /// that merge automatically.
+    private func heard(_ transactions: [PersistentHistoryTransaction]?, store identifier: String, url: URL?, backend: SQLiteStore, merging: Bool) {
+        var changes: [RemoteChange] = []
+        if let transactions, !transactions.isEmpty {
+            changes = transactions.map { RemoteChange(storeUUID: identifier, storeURL: url, historyToken: $0.token) }
+        } else {
+            let token = transactions == nil ? nil : currentPersistentHistoryToken(fromStores: persistentStores.filter { $0.identifier == identifier })
+            changes = [RemoteChange(storeUUID: identifier, storeURL: url, historyToken: token)]
+        }
+        // Commits made elsewhere: the row cache no longer serves their rows, and, when asked, contexts merge them.
+        let own = backend.ownTransactions.withLock { own -> Set<Int64> in
+            let numbers = Set((transactions ?? []).map(\.transactionNumber))
+            let mine = own.intersection(numbers)
+            own.subtract(numbers)
+            if let last = transactions?.last?.transactionNumber { own = own.filter { $0 > last } }
+            return mine
+        }
+        let foreign = (transactions ?? []).filter { !own.contains($0.transactionNumber) }
+        if transactions == nil { rowCache.removeAll() }
+        if !foreign.isEmpty {
+            var inserted = Set<ManagedObjectID>(), updated = Set<ManagedObjectID>(), deleted = Set<ManagedObjectID>()
+            var keys: [ManagedObjectID: Set<String>] = [:]
+            for transaction in foreign {
+                guard let saved = ManagedObjectContext.SaveChanges(transaction.objectIDNotification()) else { continue }
+                inserted.formUnion(saved.insertedObjectIDs)
+                updated.formUnion(saved.updatedObjectIDs)
+                deleted.formUnion(saved.deletedObjectIDs)
+                keys.merge(saved.changedKeys) { $0.union($1) }
+            }
+            updated.subtract(deleted)
+            inserted.subtract(deleted)
+            rowCache.evict(Array(updated) + Array(deleted))
+            if merging && !(inserted.isEmpty && updated.isEmpty && deleted.isEmpty) {
+                didWriteWithoutContext(ManagedObjectContext.SaveChanges(
+                    insertedObjectIDs: inserted, updatedObjectIDs: updated, deletedObjectIDs: deleted, changedKeys: keys))
+            }
+        }
+        let continuations = remoteState.withLock { Array($0.streams.values) }
+        for change in changes {
+            NotificationCenter.default.post(name: .persistentStoreRemoteChange, object: self, userInfo: change.userInfo)
+            for continuation in continuations { continuation.yield(change) }
+        }
+    }
+}

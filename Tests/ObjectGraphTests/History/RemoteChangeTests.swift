@@ -1,0 +1,176 @@
+import Foundation
+import Testing
+@testable import ObjectGraph
+
+/// Collects what a coordinator posts as `.persistentStoreRemoteChange`.
+final class RemoteChangeRecorder: @unchecked Sendable {  // `changes` is guarded by `lock`
+    private let lock = NSLock()
+    private var changes: [[AnyHashable: Any]] = []
+    private var observer: NSObjectProtocol?
+
+    init(_ coordinator: PersistentStoreCoordinator) {
+        observer = NotificationCenter.default.addObserver(forName: .persistentStoreRemoteChange, object: coordinator, queue: nil) { [weak self] note in
+            guard let self else { return }
+            self.lock.withLock { self.changes.append(note.userInfo ?? [:]) }
+        }
+    }
+
+    deinit { if let observer { NotificationCenter.default.removeObserver(observer) } }
+
+    var received: [[AnyHashable: Any]] { lock.withLock { changes } }
+    var tokens: [PersistentHistoryToken] { received.compactMap { $0["historyToken"] as? PersistentHistoryToken } }
+}
+
+@Suite("Remote changes")
+struct RemoteChangeTests {
+    @Test func aCommitByAnotherCoordinatorIsPostedWithItsTokenStoreAndURL() throws {
+        let stack = try HistoryStack(remoteChanges: true)
+        let recorder = RemoteChangeRecorder(stack.coordinator)
+        let other = try stack.secondCoordinator()
+        let writer = ManagedObjectContext(concurrencyType: .confinement)
+        writer.persistentStoreCoordinator = other
+        writer.insert("Tag", ["name": "elsewhere"])
+        try writer.save()
+        let expected = other.currentPersistentHistoryToken(fromStores: nil)
+
+        #expect(eventually { recorder.tokens.contains { $0 == expected } })
+        let info = try #require(recorder.received.first)
+        #expect(info["storeUUID"] as? String == stack.store.identifier)
+        #expect((info["storeURL"] as? URL)?.standardizedFileURL == stack.url.standardizedFileURL)
+    }
+
+    @Test func theCoordinatorsOwnSavesArePostedToo() throws {
+        let stack = try HistoryStack(remoteChanges: true)
+        let recorder = RemoteChangeRecorder(stack.coordinator)
+        let context = stack.context()
+        for i in 0..<3 {
+            context.insert("Tag", ["name": "t\(i)"])
+            try context.save()
+        }
+        let last = stack.coordinator.currentPersistentHistoryToken(fromStores: nil)
+        #expect(eventually { recorder.tokens.last == last })
+        // One notification per transaction, in order.
+        #expect(recorder.tokens.map { $0.transactionNumbers.values.first! } == [1, 2, 3])
+    }
+
+    @Test func remoteChangesYieldsEachCommitAsAValue() async throws {
+        let stack = try HistoryStack(remoteChanges: true)
+        let changes = stack.coordinator.remoteChanges
+        let other = try stack.secondCoordinator()
+        let writer = ManagedObjectContext(concurrencyType: .privateQueue)
+        writer.persistentStoreCoordinator = other
+        try await writer.perform {
+            writer.insert("Tag", ["name": "a"])
+            try writer.save()
+        }
+        var iterator = changes.makeAsyncIterator()
+        let change = try #require(await iterator.next())
+        #expect(change.storeUUID == stack.store.identifier)
+        #expect(change.historyToken == other.currentPersistentHistoryToken(fromStores: nil))
+        #expect(change.storeURL != nil)
+    }
+
+    @Test func withoutHistoryACommitIsStillPostedWithoutAToken() throws {
+        let directory = TemporaryDirectory()
+        let coordinator = PersistentStoreCoordinator(managedObjectModel: HistoryModels.notes())
+        let url = directory.file("plain.sqlite")
+        try coordinator.addPersistentStore(type: .sqlite, at: url, options: [PersistentStoreOption.remoteChangeNotificationPost: true])
+        let recorder = RemoteChangeRecorder(coordinator)
+        let other = PersistentStoreCoordinator(managedObjectModel: HistoryModels.notes())
+        try other.addPersistentStore(type: .sqlite, at: url)
+        let writer = ManagedObjectContext(concurrencyType: .confinement)
+        writer.persistentStoreCoordinator = other
+        writer.insert("Tag", ["name": "a"])
+        try writer.save()
+        #expect(eventually { !recorder.received.isEmpty })
+        #expect(recorder.received.first?["historyToken"] == nil)
+        #expect(recorder.received.first?["storeUUID"] as? String == other.persistentStores[0].identifier)
+    }
+
+    @Test func anotherCoordinatorsChangesMergeIntoContextsThatMergeAutomatically() throws {
+        let stack = try HistoryStack(remoteChanges: true, merging: true)
+        let view = ManagedObjectContext(concurrencyType: .privateQueue)
+        view.persistentStoreCoordinator = stack.coordinator
+        view.automaticallyMergesChangesFromParent = true
+        view.performAndWait { view.retainsRegisteredObjects = true }
+        let seeded = stack.context()
+        let note = seeded.insert("Note", ["title": "before"])
+        try seeded.save()
+        let id = note.objectID
+        let held = try view.performAndWait { () -> String? in
+            let object = try view.existingObject(with: id)
+            return object.value(forKey: "title") as? String
+        }
+        #expect(held == "before")
+
+        let other = try stack.secondCoordinator()
+        let writer = ManagedObjectContext(concurrencyType: .confinement)
+        writer.persistentStoreCoordinator = other
+        let remote = try writer.existingObject(with: id)
+        remote.setValue("after", forKey: "title")
+        writer.insert("Note", ["title": "added elsewhere"])
+        try writer.save()
+
+        #expect(eventually {
+            view.performAndWait { (view.registeredObject(for: id)?.value(forKey: "title") as? String) == "after" }
+        })
+        #expect(try view.performAndWait { try view.all("Note").count } == 2)
+        // The row cache does not serve the old row to a new context either.
+        let fresh = stack.context("fresh")
+        #expect(try fresh.existingObject(with: id).value(forKey: "title") as? String == "after")
+    }
+
+    @Test func aChildProcesssCommitsReachThisProcessAndMergeAutomatically() throws {
+        let stack = try HistoryStack(model: CrashScenario.model(), remoteChanges: true, merging: true)
+        let recorder = RemoteChangeRecorder(stack.coordinator)
+        let view = ManagedObjectContext(concurrencyType: .privateQueue)
+        view.persistentStoreCoordinator = stack.coordinator
+        view.automaticallyMergesChangesFromParent = true
+        view.performAndWait { view.retainsRegisteredObjects = true }
+        func runChild(saves: Int) throws {
+            let child = try ToolProcess(["_crash", "saver", "--store", stack.url.path, "--contexts", "1", "--saves", "\(saves)", "--history", "--author", "child", "--guard-ms", "20000"])
+            let (status, reason) = child.wait()
+            #expect(status == 0 && reason == .exit, "child: \(child.errors)")
+        }
+
+        try runChild(saves: 2)
+        #expect(eventually { recorder.tokens.contains { $0.transactionNumbers.values.first == 2 } })
+        let transactions = try stack.transactions()
+        #expect(transactions.count == 2)
+        #expect(transactions.allSatisfy { $0.author == "child" && $0.processID != String(ProcessInfo.processInfo.processIdentifier) })
+        // The view holds the child's tally, then the child saves again: the registered object
+        // takes the new values without being fetched again.
+        let tally = try #require(try view.performAndWait { try view.all("Tally").first?.objectID })
+        #expect(view.performAndWait { view.registeredObject(for: tally)?.value(forKey: "saves") as? Int64 } == 2)
+        try runChild(saves: 2)
+        #expect(eventually {
+            view.performAndWait { view.registeredObject(for: tally)?.value(forKey: "saves") as? Int64 == 4 }
+        })
+        #expect(try stack.transactions().count == 4)
+    }
+
+    @Test func aStoreRemovedFromItsCoordinatorStopsBeingWatched() throws {
+        let stack = try HistoryStack(remoteChanges: true)
+        let recorder = RemoteChangeRecorder(stack.coordinator)
+        try stack.coordinator.removePersistentStore(stack.store)
+        let other = PersistentStoreCoordinator(managedObjectModel: stack.model)
+        try other.addPersistentStore(type: .sqlite, at: stack.url, options: HistoryStack.options(remoteChanges: false))
+        let writer = ManagedObjectContext(concurrencyType: .confinement)
+        writer.persistentStoreCoordinator = other
+        writer.insert("Tag", ["name": "unheard"])
+        try writer.save()
+        usleep(300_000)
+        #expect(recorder.received.isEmpty)
+    }
+
+    @Test func mergingRemoteChangesNeedsHistoryAndNotifications() throws {
+        let directory = TemporaryDirectory()
+        let coordinator = PersistentStoreCoordinator(managedObjectModel: HistoryModels.notes())
+        let error = try #require(throws: ObjectGraphError.self) {
+            try coordinator.addPersistentStore(
+                type: .sqlite, at: directory.file("s.sqlite"), options: [PersistentStoreOption.mergesRemoteChangesAutomatically: true])
+        }
+        #expect(error.code == .unsupported)
+        #expect(error.message.contains(PersistentStoreOption.persistentHistoryTracking))
+    }
+}
