@@ -104,6 +104,8 @@ package struct BenchSettings: Codable, Sendable {
     package var quick = false
     /// The factor `sizes` were scaled by (1: as given).
     package var scale = 1.0
+    /// Whether ObjectGraph's stores record persistent history (`--history`), to measure what it costs.
+    package var history = false
 
     package init(synchronous: BenchSynchronous, runs: Int, quick: Bool = false, scale: Double = 1) {
         self.sizes = (quick ? BenchSizes.quick : .full).scaled(by: scale)
@@ -115,6 +117,6 @@ package struct BenchSettings: Codable, Sendable {
 
     /// The sizes as the report's header states them: "full sizes", "--quick sizes", "full sizes × 0.05".
     package var sizesDescription: String {
-        (quick ? "--quick sizes" : "full sizes") + (scale == 1 ? "" : " × \(scale)")
+        (quick ? "--quick sizes" : "full sizes") + (scale == 1 ? "" : " × \(scale)") + (history ? "; ObjectGraph records persistent history" : "")
     }
 }

@@ -25,7 +25,7 @@ struct BenchCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "objectgraph-bench",
         abstract: "Compare ObjectGraph with the raw SQLite C API and GRDB, workload by workload (issues 6, 13, 16 and 17).",
-        subcommands: [BenchWorker.self])
+        subcommands: [BenchWorker.self, BenchRemoteChanges.self])
 
     @Flag(help: "Run small sizes: a smoke check that finishes in well under a minute.") var quick = false
     @Option(help: "Multiply every size (the full ones, or the quick ones with --quick) by this factor, e.g. 0.05.") var scale = 1.0
@@ -38,6 +38,7 @@ struct BenchCommand: ParsableCommand {
     @Option(help: "Also write the figures as JSON to this file.") var json: String?
     @Flag(help: "Keep the folder of stores instead of removing it.") var keep = false
     @Option(help: "Run one way only, to profile it (no ratios, no cross-checks): objectgraph, raw or grdb.") var side: BenchVariant?
+    @Flag(help: "ObjectGraph's stores record persistent history (what history costs: compare with a run without).") var history = false
 
     func validate() throws {
         if runs < 1 { throw ValidationError("--runs must be at least 1") }
@@ -45,7 +46,8 @@ struct BenchCommand: ParsableCommand {
     }
 
     func run() throws {
-        let settings = BenchSettings(synchronous: synchronous, runs: runs, quick: quick, scale: scale)
+        var settings = BenchSettings(synchronous: synchronous, runs: runs, quick: quick, scale: scale)
+        settings.history = history
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("objectgraph-bench-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { if !keep { try? FileManager.default.removeItem(at: directory) } }

@@ -13,14 +13,15 @@ final class BenchRunner {
     init(settings: BenchSettings, directory: URL, variants: [BenchVariant] = BenchVariant.allCases) throws {
         self.settings = settings
         self.directory = directory
-        sides = try variants.map { try Self.side($0, directory: directory, synchronous: settings.synchronous) }
+        sides = try variants.map { try Self.side($0, directory: directory, settings: settings) }
     }
 
     /// The side of a way, working in its own folder under `directory`.
-    static func side(_ variant: BenchVariant, directory: URL, synchronous: BenchSynchronous) throws -> any BenchSide {
+    static func side(_ variant: BenchVariant, directory: URL, settings: BenchSettings) throws -> any BenchSide {
         let folder = directory.appendingPathComponent(variant.rawValue)
+        let synchronous = settings.synchronous
         switch variant {
-        case .objectGraph: return try ObjectGraphSide(directory: folder, synchronous: synchronous)
+        case .objectGraph: return try ObjectGraphSide(directory: folder, synchronous: synchronous, history: settings.history)
         case .raw: return try RawSide(directory: folder, synchronous: synchronous)
         case .grdb: return try GRDBSide(directory: folder, synchronous: synchronous)
         }

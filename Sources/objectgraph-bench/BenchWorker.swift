@@ -16,7 +16,7 @@ struct BenchWorker: ParsableCommand {
     func run() throws {
         let settings = try JSONDecoder().decode(BenchSettings.self, from: Data(self.settings.utf8))
         let measurement = BenchMeasurement.of(self.measurement, sizes: settings.sizes)
-        let side = try BenchRunner.side(variant, directory: URL(fileURLWithPath: directory), synchronous: settings.synchronous)
+        let side = try BenchRunner.side(variant, directory: URL(fileURLWithPath: directory), settings: settings)
         let (samples, peak) = try measurement.runs(on: side, settings: settings)
         let output = BenchWorkerOutput(samples: samples, peakBytes: peak)
         FileHandle.standardOutput.write(try JSONEncoder().encode(output))

@@ -10,6 +10,8 @@ final class ObjectGraphSide: BenchSide {
     let variant = BenchVariant.objectGraph
     let directory: URL
     private let synchronous: BenchSynchronous
+    /// Whether the stores record persistent history (`--history`).
+    private let history: Bool
     /// Open stores, by file name; each has its own coordinator, as separate apps would.
     var coordinators: [String: PersistentStoreCoordinator] = [:]
 
@@ -27,9 +29,10 @@ final class ObjectGraphSide: BenchSide {
     /// not `model`'s: each model has files of its own.
     let typedModel = ManagedObjectModel(types: [Item.self])
 
-    init(directory: URL, synchronous: BenchSynchronous) throws {
+    init(directory: URL, synchronous: BenchSynchronous, history: Bool = false) throws {
         self.directory = directory
         self.synchronous = synchronous
+        self.history = history
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
     }
 
@@ -38,7 +41,8 @@ final class ObjectGraphSide: BenchSide {
     func openCoordinator(at url: URL, access: BenchAccess = .keyValue) throws -> PersistentStoreCoordinator {
         let coordinator = PersistentStoreCoordinator(managedObjectModel: access == .typed ? typedModel : model)
         try coordinator.addPersistentStore(
-            type: .sqlite, at: url, options: [PersistentStoreOption.durability: synchronous.durability])
+            type: .sqlite, at: url,
+            options: [PersistentStoreOption.durability: synchronous.durability, PersistentStoreOption.persistentHistoryTracking: history])
         return coordinator
     }
 
