@@ -135,10 +135,13 @@ public final class PersistentStoreCoordinator: Sendable, CustomStringConvertible
         }
         let store = PersistentStore(
             type: type, url: url, configurationName: configuration, isReadOnly: readOnly, durability: durability, backend: backend)
-        stores.withLock { $0.append(store) }
         if options.remoteChangeNotifications, let sqlite = backend as? SQLiteStore {
-            startWatchingRemoteChanges(of: store, backend: sqlite, merging: options.mergesRemoteChanges)
+            do { try startWatchingRemoteChanges(of: store, backend: sqlite, merging: options.mergesRemoteChanges) } catch {
+                try? backend.close()
+                throw error
+            }
         }
+        stores.withLock { $0.append(store) }
         return store
     }
 

@@ -57,14 +57,23 @@ extension PersistentStoreCoordinator {
         return stream
     }
 
-    func startWatchingRemoteChanges(of store: PersistentStore, backend: SQLiteStore, merging: Bool) {
+    /// - Throws: ``ObjectGraphError/io`` when the watcher's connection or pipe cannot be opened.
+    func startWatchingRemoteChanges(of store: PersistentStore, backend: SQLiteStore, merging: Bool) throws {
+        // From now on the store remembers its own transactions, for the watcher to tell them from others'.
+        backend.ownTransactions.withLock { if $0 == nil { $0 = [] } }
         let url = store.url
         let identifier = store.identifier
-        let watcher = try? SQLiteChangeWatcher(store: store, backend: backend, readsChanges: merging) { [weak self, weak backend] transactions in
-            guard let self, let backend else { return }
-            self.heard(transactions, store: identifier, url: url, backend: backend, merging: merging)
+        let watcher: SQLiteChangeWatcher
+        do {
+            watcher = try SQLiteChangeWatcher(store: store, backend: backend, readsChanges: merging) { [weak self, weak backend] transactions in
+                guard let self, let backend else { return }
+                self.heard(transactions, store: identifier, url: url, backend: backend, merging: merging)
+            }
+        } catch let error as ObjectGraphError {
+            throw error
+        } catch {
+            throw ObjectGraphError(.io, "Cannot watch the store at \(url?.path ?? identifier) for remote changes: \(error)", url: url)
         }
-        guard let watcher else { return }
         remoteState.withLock { $0.watchers[ObjectIdentifier(store)] = watcher }
     }
 
@@ -94,10 +103,12 @@ extension PersistentStoreCoordinator {
         }
         // Commits made elsewhere: the row cache no longer serves their rows, and, when asked, contexts merge them.
         let own = backend.ownTransactions.withLock { own -> Set<Int64> in
+            guard var pending = own else { return [] }
             let numbers = Set((transactions ?? []).map(\.transactionNumber))
-            let mine = own.intersection(numbers)
-            own.subtract(numbers)
-            if let last = transactions?.last?.transactionNumber { own = own.filter { $0 > last } }
+            let mine = pending.intersection(numbers)
+            pending.subtract(numbers)
+            if let last = transactions?.last?.transactionNumber { pending = pending.filter { $0 > last } }
+            own = pending
             return mine
         }
         let foreign = (transactions ?? []).filter { !own.contains($0.transactionNumber) }

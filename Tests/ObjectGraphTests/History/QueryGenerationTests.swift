@@ -212,3 +212,48 @@ struct QueryGenerationTests {
         #expect(count == 3)
     }
 }
+
+@Suite("Query generations under a concurrent writer")
+struct QueryGenerationStressTests {
+    @Test(arguments: StoreKind.allCases)
+    func aPinnedContextsCountsStayPutWhileAWriterCommits(_ kind: StoreKind) throws {
+        let stack = try TestStack(kind)
+        let seed = stack.context("seed")
+        for i in 0..<10 { seed.insert("Note", ["title": "seed \(i)"]) }
+        try seed.save()
+        let reader = stack.privateContext("pinned reader")
+        let writer = stack.privateContext("writer")
+        let stop = Protected(false)
+        let group = DispatchGroup()
+        group.enter()
+        writer.perform {
+            defer { group.leave() }
+            var i = 0
+            while !stop.withLock({ $0 }) && i < 200 {
+                writer.insert("Note", ["title": "w\(i)"])
+                try? writer.save()
+                i += 1
+            }
+        }
+        let seen = try reader.performAndWait { () -> [Int] in
+            try reader.setQueryGenerationFrom(.current)
+            let request = FetchRequest<ManagedObject>(entityName: "Note")
+            let pinned = try reader.count(for: request)
+            var counts: [Int] = []
+            for _ in 0..<30 {
+                counts.append(try reader.count(for: request))
+                counts.append(try reader.fetch(request).count)
+            }
+            return [pinned] + counts
+        }
+        stop.withLock { $0 = true }
+        group.wait()
+        // Every read of the pinned context saw the count it saw when it pinned.
+        #expect(Set(seen).count == 1, "pinned reads saw \(Set(seen).sorted())")
+        let latest = try reader.performAndWait { () -> Int in
+            try reader.setQueryGenerationFrom(nil)
+            return try reader.count(for: FetchRequest<ManagedObject>(entityName: "Note"))
+        }
+        #expect(latest >= seen[0])
+    }
+}

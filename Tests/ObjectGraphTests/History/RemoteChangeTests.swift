@@ -174,3 +174,39 @@ struct RemoteChangeTests {
         #expect(error.message.contains(PersistentStoreOption.persistentHistoryTracking))
     }
 }
+
+@Suite("Remote changes under concurrent writers")
+struct RemoteChangeStressTests {
+    @Test func everyTransactionOfTwoConcurrentWritersIsHeardOnceAndInOrder() throws {
+        let stack = try HistoryStack(remoteChanges: true)
+        let recorder = RemoteChangeRecorder(stack.coordinator)
+        let writers = try (0..<2).map { _ in try stack.secondCoordinator() }
+        let saves = 40
+        let group = DispatchGroup()
+        let failures = Protected<[String]>([])
+        for (w, coordinator) in writers.enumerated() {
+            let context = ManagedObjectContext(concurrencyType: .privateQueue)
+            context.persistentStoreCoordinator = coordinator
+            context.transactionAuthor = "writer \(w)"
+            group.enter()
+            context.perform {
+                defer { group.leave() }
+                for i in 0..<saves {
+                    context.insert("Tag", ["name": "w\(w) s\(i)"])
+                    do { try context.save() } catch { failures.withLock { $0.append("writer \(w) save \(i): \(error)") } }
+                }
+            }
+        }
+        group.wait()
+        #expect(failures.withLock { $0 }.isEmpty)
+        let total = Int64(2 * saves)
+        #expect(eventually { recorder.tokens.last?.transactionNumbers.values.first == total })
+        let heard = recorder.tokens.compactMap { $0.transactionNumbers.values.first }
+        #expect(heard == Array(1...total))
+        // History has both writers' transactions, each with its author, and nothing else.
+        let transactions = try stack.transactions()
+        #expect(transactions.map(\.transactionNumber) == Array(1...total))
+        #expect(transactions.filter { $0.author == "writer 0" }.count == saves)
+        #expect(transactions.filter { $0.author == "writer 1" }.count == saves)
+    }
+}

@@ -2,9 +2,9 @@ import Foundation
 import Testing
 @testable import ObjectGraph
 
-/// The kinds of store every behaviour is tested on.
+/// The kinds of store every behaviour is tested on: every store type.
 enum StoreKind: String, CaseIterable, CustomTestStringConvertible, Sendable {
-    case sqlite, inMemory, binary
+    case sqlite, inMemory, binary, xml
 
     var testDescription: String { rawValue }
     var type: StoreType {
@@ -12,6 +12,7 @@ enum StoreKind: String, CaseIterable, CustomTestStringConvertible, Sendable {
         case .sqlite: .sqlite
         case .inMemory: .inMemory
         case .binary: .binary
+        case .xml: .xml
         }
     }
 }

@@ -36,6 +36,8 @@ final class SQLiteChangeWatcher: @unchecked Sendable {
     private let thread = Protected<pthread_t?>(nil)
     private var lastVersion: Int64 = 0
     private var lastNumber: Int64 = 0
+    /// Whether the last check failed and the next comes after ``pollInterval`` rather than an event.
+    private var retrySoon = false
 
     /// - Parameter readsChanges: whether reported transactions carry their changes (to merge them).
     init(store: PersistentStore, backend: SQLiteStore, readsChanges: Bool, report: @escaping Report) throws {
@@ -93,7 +95,9 @@ final class SQLiteChangeWatcher: @unchecked Sendable {
         while running.withLock({ $0 }) {
             var descriptors = [pollfd(fd: wakeRead, events: Int16(POLLIN), revents: 0)]
             if notify >= 0 { descriptors.append(pollfd(fd: notify, events: Int16(POLLIN), revents: 0)) }
-            let ready = poll(&descriptors, nfds_t(descriptors.count), notify >= 0 ? Self.fallbackInterval : Self.pollInterval)
+            let timeout = notify >= 0 && !retrySoon ? Self.fallbackInterval : Self.pollInterval
+            retrySoon = false
+            let ready = poll(&descriptors, nfds_t(descriptors.count), timeout)
             guard running.withLock({ $0 }) else { return }
             if ready > 0, descriptors.count > 1, descriptors[1].revents != 0, !drainNotifications(about: names) { continue }
             check()
@@ -126,22 +130,34 @@ final class SQLiteChangeWatcher: @unchecked Sendable {
 
     /// Reports what was committed since the last check, if anything.
     private func check() {
-        guard let current = try? version(), current != lastVersion else { return }
+        guard let current = try? version() else {
+            retrySoon = true
+            return
+        }
+        guard current != lastVersion else { return }
         lastVersion = current
         guard backend.tracksHistory else {
             report(nil)
             return
         }
-        guard let transactions = try? backend.historyTransactions(after: lastNumber, orAfter: nil, withChanges: readsChanges, store: store),
-              let last = transactions.last
-        else {
-            // History after `lastNumber` was purged, or a commit recorded nothing: start again from the end.
-            if let number = try? backend.lastTransactionNumber(), number != lastNumber {
-                lastNumber = number
-                report([])
-            }
+        let transactions: [PersistentHistoryTransaction]
+        do {
+            transactions = try backend.historyTransactions(after: lastNumber, orAfter: nil, withChanges: readsChanges, store: store)
+        } catch let error as ObjectGraphError where error.code == .historyTokenExpired {
+            // History after `lastNumber` was purged meanwhile: what it held cannot be reported one by
+            // one any more; report the commit and go on from the end.
+            if let number = try? backend.lastTransactionNumber() { lastNumber = number }
+            report([])
+            return
+        } catch {
+            // A read that failed (the store busy, say) is tried again soon: nothing may be skipped.
+            lastVersion = -1
+            retrySoon = true
             return
         }
+        // A commit that recorded no transaction (keys reserved for permanent IDs, a consumer's
+        // token) has nothing to report.
+        guard let last = transactions.last else { return }
         lastNumber = last.transactionNumber
         report(transactions)
     }

@@ -1,5 +1,6 @@
 import Foundation
 import GRDB
+import GRDBSQLite
 
 // Persistent history in Core Data's own tables, written in the transaction of the change it records:
 //
@@ -162,12 +163,11 @@ extension SQLiteStore {
                 changes[i].tombstone = preserved.map { Value(databaseValue: row[$0.name] ?? .null, type: $0.attributeType) }
             }
         }
-        count(2)
         let number = try reserveHistoryKeys(Self.transactionEntity, 1, db)
         let info = TransactionInfo.current
-        let process = ProcessInfo.processInfo
-        let strings = try [info.author, info.contextName, String(process.processIdentifier), process.processName].map { text in
-            try text.map { try internString($0, db) }
+        var addedNow: Set<String> = []
+        let strings = try [info.author, info.contextName, Self.processIdentifier, Self.processName].map { text in
+            try text.map { try internString($0, added: &addedNow, db) }
         }
         count()
         try db.cachedStatement(sql: """
@@ -181,17 +181,30 @@ extension SQLiteStore {
             INSERT INTO ACHANGE (Z_PK, Z_ENT, ZCHANGETYPE, ZENTITY, ZENTITYPK, ZTRANSACTIONID, ZCOLUMNS\(tombstoneColumns)) \
             VALUES (?, \(Self.changeEntity), ?, ?, ?, ?, ?\(String(repeating: ", ?", count: width)))
             """)
+        // Stepped through the C API: a save of many objects records as many changes.
+        let sqlite = statement.sqliteStatement
+        var lastEntity: EntityDescription?
+        var entityNumber = 0
         for change in changes {
             guard let pk = change.id.primaryKey else { continue }
-            var arguments: [(any DatabaseValueConvertible)?] = [
-                key, change.type.rawValue, schema.entityNumber(for: change.id.entity), pk, number, change.columns.map(Self.columnMask),
-            ]
-            for i in 0..<width { arguments.append(change.tombstone.flatMap { i < $0.count ? $0[i].databaseValue : nil }) }
+            if change.id.entity !== lastEntity {
+                lastEntity = change.id.entity
+                entityNumber = schema.entityNumber(for: change.id.entity)
+            }
+            sqlite3_bind_int64(sqlite, 1, key)
+            sqlite3_bind_int64(sqlite, 2, Int64(change.type.rawValue))
+            sqlite3_bind_int64(sqlite, 3, Int64(entityNumber))
+            sqlite3_bind_int64(sqlite, 4, pk)
+            sqlite3_bind_int64(sqlite, 5, number)
+            try bind(change.columns.map { .data(Self.columnMask($0)) } ?? .null, to: sqlite, at: 6, db)
+            for i in 0..<width {
+                try bind(change.tombstone.flatMap { i < $0.count ? $0[i] : nil } ?? .null, to: sqlite, at: CInt(7 + i), db)
+            }
             count()
-            try statement.execute(arguments: StatementArguments(arguments))
+            try step(sqlite, db)
             key += 1
         }
-        _ = ownTransactions.withLock { $0.insert(number) }
+        ownTransactions.withLock { _ = $0?.insert(number) }
         return number
     }
 
@@ -206,16 +219,27 @@ extension SQLiteStore {
         return last - Int64(n) + 1
     }
 
-    /// The key of a string in ATRANSACTIONSTRING, added when new.
-    private func internString(_ text: String, _ db: Database) throws -> Int64 {
+    /// This process, as transactions record it: its ID (decimal) and its name (in the bundle ID column).
+    static let processIdentifier = String(ProcessInfo.processInfo.processIdentifier)
+    static let processName = ProcessInfo.processInfo.processName
+
+    /// The key of a string in ATRANSACTIONSTRING, added when new (and then listed in `added`).
+    ///
+    /// Keys found committed are remembered (``internedStrings``): a string's row never changes
+    /// key, and no one deletes them (history purges keep the strings, as Core Data's do). A key
+    /// added in this write is not, since the write may yet roll back.
+    private func internString(_ text: String, added: inout Set<String>, _ db: Database) throws -> Int64 {
+        if let key = internedStrings.withLock({ $0[text] }) { return key }
         count()
         if let key = try Int64.fetchOne(db.cachedStatement(sql: "SELECT Z_PK FROM ATRANSACTIONSTRING WHERE ZNAME = ?"), arguments: [text]) {
+            if !added.contains(text) { internedStrings.withLock { $0[text] = key } }
             return key
         }
         let key = try reserveHistoryKeys(Self.stringEntity, 1, db)
         count()
         try db.cachedStatement(sql: "INSERT INTO ATRANSACTIONSTRING (Z_PK, Z_ENT, Z_OPT, ZNAME) VALUES (?, \(Self.stringEntity), 1, ?)")
             .execute(arguments: [key, text])
+        added.insert(text)
         return key
     }
 

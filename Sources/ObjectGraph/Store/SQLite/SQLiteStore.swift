@@ -28,8 +28,10 @@ final class SQLiteStore: StoreBackend {
     /// entity preserves attributes on deletion.
     let tombstoneSQL: String?
     /// The numbers of the history transactions this store object wrote (its coordinator's own
-    /// commits), until the remote-change watcher has passed them.
-    let ownTransactions = Protected<Set<Int64>>([])
+    /// commits), until the remote-change watcher has passed them; nil while no watcher runs.
+    let ownTransactions = Protected<Set<Int64>?>(nil)
+    /// The keys of ATRANSACTIONSTRING's committed strings this store has looked up.
+    let internedStrings = Protected<[String: Int64]>([:])
 
     var statementCount: Int { statements.load(ordering: .relaxed) }
 
