@@ -163,7 +163,7 @@ extension SQLiteStore {
                 changes[i].tombstone = preserved.map { Value(databaseValue: row[$0.name] ?? .null, type: $0.attributeType) }
             }
         }
-        let (number, firstChange) = try reserveTransactionKeys(changes: changes.count, db)
+        let number = try reserveHistoryKeys(Self.transactionEntity, 1, db)
         let info = TransactionInfo.current
         var addedNow: Set<String> = []
         let strings = try [info.author, info.contextName, Self.processIdentifier, Self.processName].map { text in
@@ -174,7 +174,7 @@ extension SQLiteStore {
             INSERT INTO ATRANSACTION (Z_PK, Z_ENT, Z_OPT, ZAUTHORTS, ZCONTEXTNAMETS, ZPROCESSIDTS, ZBUNDLEIDTS, ZTIMESTAMP) VALUES (?, \(Self.transactionEntity), 1, ?, ?, ?, ?, ?)
             """).execute(arguments: [number, strings[0], strings[1], strings[2], strings[3], Date().timeIntervalSinceReferenceDate])
         guard !changes.isEmpty else { return number }
-        var key = firstChange
+        var key = try reserveHistoryKeys(Self.changeEntity, changes.count, db)
         let width = changes.map { $0.tombstone?.count ?? 0 }.max() ?? 0
         let tombstoneColumns = (0..<width).map { ", ZTOMBSTONE\($0)" }.joined()
         let statement = try db.cachedStatement(sql: """
@@ -206,35 +206,6 @@ extension SQLiteStore {
         }
         ownTransactions.withLock { _ = $0?.insert(number) }
         return number
-    }
-
-    /// Reserves the key of a transaction and of its `changes` changes in Z_PRIMARYKEY, with one
-    /// read and one write (an `UPDATE … RETURNING` costs SQLite 3.40 several times as much). The
-    /// save or batch request has written already, so the write lock is held: nothing commits between.
-    private func reserveTransactionKeys(changes: Int, _ db: Database) throws -> (transaction: Int64, firstChange: Int64) {
-        count(2)
-        let read = try db.cachedStatement(sql: "SELECT Z_ENT, Z_MAX FROM Z_PRIMARYKEY WHERE Z_ENT IN (\(Self.changeEntity), \(Self.transactionEntity))")
-        let sqlite = read.sqliteStatement
-        var transactionMax: Int64?, changeMax: Int64?
-        defer { sqlite3_reset(sqlite) }
-        while true {
-            let code = sqlite3_step(sqlite)
-            if code == SQLITE_DONE { break }
-            guard code == SQLITE_ROW else {
-                throw DatabaseError(resultCode: ResultCode(rawValue: code), message: String(cString: sqlite3_errmsg(db.sqliteConnection)))
-            }
-            let value = sqlite3_column_int64(sqlite, 1)
-            if sqlite3_column_int64(sqlite, 0) == Int64(Self.transactionEntity) { transactionMax = value } else { changeMax = value }
-        }
-        guard let transactionMax, let changeMax else {
-            throw ObjectGraphError(.io, "The store at \(url.path) has no Z_PRIMARYKEY rows \(Self.changeEntity) and \(Self.transactionEntity) for its history", url: url)
-        }
-        let write = try db.cachedStatement(
-            sql: "UPDATE Z_PRIMARYKEY SET Z_MAX = CASE Z_ENT WHEN \(Self.transactionEntity) THEN ? ELSE ? END WHERE Z_ENT IN (\(Self.changeEntity), \(Self.transactionEntity))")
-        sqlite3_bind_int64(write.sqliteStatement, 1, transactionMax + 1)
-        sqlite3_bind_int64(write.sqliteStatement, 2, changeMax + Int64(changes))
-        try step(write.sqliteStatement, db)
-        return (transactionMax + 1, changeMax + 1)
     }
 
     /// Reserves `n` keys of a history table from its Z_PRIMARYKEY row; returns the first.
