@@ -38,6 +38,9 @@ final class SQLiteChangeWatcher: @unchecked Sendable {
     private var lastNumber: Int64 = 0
     /// Whether the last check failed and the next comes after ``pollInterval`` rather than an event.
     private var retrySoon = false
+    /// Checks left, one a millisecond, for a commit whose -wal write was heard to become visible.
+    private var pendingChecks = 0
+    static let settlingChecks = 250
 
     /// - Parameter readsChanges: whether reported transactions carry their changes (to merge them).
     init(store: PersistentStore, backend: SQLiteStore, readsChanges: Bool, report: @escaping Report) throws {
@@ -95,12 +98,23 @@ final class SQLiteChangeWatcher: @unchecked Sendable {
         while running.withLock({ $0 }) {
             var descriptors = [pollfd(fd: wakeRead, events: Int16(POLLIN), revents: 0)]
             if notify >= 0 { descriptors.append(pollfd(fd: notify, events: Int16(POLLIN), revents: 0)) }
-            let timeout = notify >= 0 && !retrySoon ? Self.fallbackInterval : Self.pollInterval
+            // A commit writes its frames to the -wal (the event) before it is visible (the
+            // shared-memory index, which raises no event, is updated after the sync): until the
+            // commit shows, the watcher looks again every millisecond, for at most `settling`.
+            let settling = pendingChecks > 0
+            let timeout = settling ? 1 : notify >= 0 && !retrySoon ? Self.fallbackInterval : Self.pollInterval
             retrySoon = false
             let ready = poll(&descriptors, nfds_t(descriptors.count), timeout)
             guard running.withLock({ $0 }) else { return }
-            if ready > 0, descriptors.count > 1, descriptors[1].revents != 0, !drainNotifications(about: names) { continue }
-            check()
+            let event = ready > 0 && descriptors.count > 1 && descriptors[1].revents != 0
+            if event && !drainNotifications(about: names) && !settling { continue }
+            if check() {
+                pendingChecks = 0
+            } else if event {
+                pendingChecks = Self.settlingChecks
+            } else if pendingChecks > 0 {
+                pendingChecks -= 1
+            }
         }
     }
 
@@ -128,17 +142,18 @@ final class SQLiteChangeWatcher: @unchecked Sendable {
         #endif
     }
 
-    /// Reports what was committed since the last check, if anything.
-    private func check() {
+    /// Reports what was committed since the last check, if anything; false when nothing was.
+    @discardableResult
+    private func check() -> Bool {
         guard let current = try? version() else {
             retrySoon = true
-            return
+            return false
         }
-        guard current != lastVersion else { return }
+        guard current != lastVersion else { return false }
         lastVersion = current
         guard backend.tracksHistory else {
             report(nil)
-            return
+            return true
         }
         let transactions: [PersistentHistoryTransaction]
         do {
@@ -148,17 +163,18 @@ final class SQLiteChangeWatcher: @unchecked Sendable {
             // one any more; report the commit and go on from the end.
             if let number = try? backend.lastTransactionNumber() { lastNumber = number }
             report([])
-            return
+            return true
         } catch {
             // A read that failed (the store busy, say) is tried again soon: nothing may be skipped.
             lastVersion = -1
             retrySoon = true
-            return
+            return false
         }
         // A commit that recorded no transaction (keys reserved for permanent IDs, a consumer's
         // token) has nothing to report.
-        guard let last = transactions.last else { return }
+        guard let last = transactions.last else { return true }
         lastNumber = last.transactionNumber
         report(transactions)
+        return true
     }
 }
