@@ -33,7 +33,7 @@ struct Inspect: ParsableCommand {
         print("  Model version identifiers: \(identifiers.isEmpty ? "none" : identifiers.joined(separator: ", "))")
         if let checksum = file.metadata["NSStoreModelVersionChecksumKey"] as? String { print("  Model checksum: \(checksum)") }
         print("  Entities in the metadata: \(file.hashes.count)")
-        if !file.historyTables.isEmpty { print("  Persistent history: \(file.historyTables.joined(separator: ", ")) (ObjectGraph opens it read-only)") }
+        if !file.historyTables.isEmpty { print("  Persistent history: \(file.historyTables.joined(separator: ", ")) (add the store with NSPersistentHistoryTrackingKey to write it)") }
 
         let loaded: ManagedObjectModel
         if let model {

@@ -7,7 +7,7 @@ struct ObjectGraphCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "objectgraph",
         abstract: "Core Data's object graph, in Swift, on Linux.",
-        subcommands: [Demo.self, Misuse.self, Crash.self, Hostile.self, Inspect.self, Export.self, Migrate.self])
+        subcommands: [Demo.self, Misuse.self, Crash.self, Hostile.self, Inspect.self, Export.self, Migrate.self, Verify.self, Vacuum.self, Checkpoint.self])
 }
 
 func temporaryStoreURL(_ name: String) throws -> (URL, URL) {
