@@ -65,7 +65,11 @@ let package = Package(
         ),
         .testTarget(
             name: "ObjectGraphTests",
-            dependencies: ["ObjectGraph", .product(name: "ServiceLifecycle", package: "swift-service-lifecycle")]
+            dependencies: [
+                "ObjectGraph",
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
         ),
         .testTarget(
             name: "ObjectGraphBenchCoreTests",

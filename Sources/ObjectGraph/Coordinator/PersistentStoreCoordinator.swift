@@ -1,4 +1,5 @@
 import Foundation
+import Logging
 import Synchronization
 
 /// Counters that show what the stores and the row cache did.
@@ -54,9 +55,16 @@ public final class PersistentStoreCoordinator: Sendable, CustomStringConvertible
     /// The live query generations, by token, so that a token pins another context to its generation.
     let queryGenerations = Protected(QueryGenerationRegistry())
 
-    public init(managedObjectModel: ManagedObjectModel, name: String? = nil) {
+    /// Where the coordinator logs (swift-log): the SQL its stores run when asked
+    /// (``PersistentStoreOption/sqlDebugLevel``, `OBJECTGRAPH_SQL_DEBUG`), and each save then.
+    /// A logger labelled "objectgraph" unless one is given.
+    public let logger: Logger
+
+    /// Creates a coordinator for a model; `logger` receives what it logs (see ``logger``).
+    public init(managedObjectModel: ManagedObjectModel, name: String? = nil, logger: Logger = Logger(label: "objectgraph")) {
         self.managedObjectModel = managedObjectModel
         self.name = name
+        self.logger = logger
     }
 
     deinit {
@@ -124,7 +132,8 @@ public final class PersistentStoreCoordinator: Sendable, CustomStringConvertible
             }
             backend = try SQLiteStore(
                 url: url, model: managedObjectModel, readOnly: readOnly, durability: durability,
-                maximumReaderCount: readers, busyTimeout: busyTimeout, historyTracking: options.historyTracking)
+                maximumReaderCount: readers, busyTimeout: busyTimeout, historyTracking: options.historyTracking,
+                sqlLog: SQLDebugLog.make(logger: logger, optionLevel: options.sqlDebugLevel, store: url.lastPathComponent))
         case .inMemory:
             backend = InMemoryStore(model: managedObjectModel)
         case .binary, .xml:

@@ -51,6 +51,12 @@ public enum PersistentStoreOption {
     /// process) and its contexts that have `automaticallyMergesChangesFromParent` merge it, without
     /// the app's own fetch-and-merge loop. Default: false.
     public static let mergesRemoteChangesAutomatically = "ObjectGraphMergesRemoteChangesAutomatically"
+    /// An `Int` from 0 to 4: log the SQL the store runs to the coordinator's
+    /// ``PersistentStoreCoordinator/logger``, as Core Data's `-com.apple.CoreData.SQLDebug` prints
+    /// it (1: statements and their duration; 2: rows changed; 3: values bound; 4: query plans). The
+    /// environment variable `OBJECTGRAPH_SQL_DEBUG` does the same for every store; the higher wins.
+    /// Default: 0, nothing logged, at no cost. SQLite stores only.
+    public static let sqlDebugLevel = "ObjectGraphSQLDebug"
 }
 
 /// A store added to a coordinator (`NSPersistentStore`).

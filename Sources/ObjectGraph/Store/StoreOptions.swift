@@ -11,6 +11,7 @@ struct StoreOptions: Sendable, Equatable {
     var historyTracking = false
     var remoteChangeNotifications = false
     var mergesRemoteChanges = false
+    var sqlDebugLevel = 0
 
     /// - Throws: ``ObjectGraphError/unsupported`` naming the key, the value and the type expected.
     init(_ options: [String: any Sendable]?) throws {
@@ -45,6 +46,12 @@ struct StoreOptions: Sendable, Equatable {
                 throw refuse(PersistentStoreOption.maximumReaderCount, value, expected: "a positive Int")
             }
             maximumReaderCount = count
+        }
+        if let value = options[PersistentStoreOption.sqlDebugLevel] {
+            guard let level = value as? Int, (0...4).contains(level) else {
+                throw refuse(PersistentStoreOption.sqlDebugLevel, value, expected: "an Int from 0 to 4")
+            }
+            sqlDebugLevel = level
         }
         if let value = options[PersistentStoreOption.busyTimeout] {
             guard let seconds = (value as? Double) ?? (value as? Int).map(Double.init), seconds >= 0, seconds.isFinite else {

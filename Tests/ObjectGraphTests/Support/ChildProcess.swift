@@ -15,9 +15,11 @@ import Darwin
 /// loop, so the test runner's libdispatch worker threads would get run loops, torn down with the
 /// thread's other thread-specific data after libdispatch's own. Anything there that touches
 /// Dispatch corrupts the heap (see `ThreadOfItsOwn`); nothing here does.
-final class ChildProcess: @unchecked Sendable {  // mutable state is guarded by `lock`
+final class ChildProcess: @unchecked Sendable {  // output is guarded by `lock`, `exit` by `reaping`
     let pid: pid_t
     private let lock = NSLock()
+    /// Held while the child is reaped (guards `exit`).
+    private let reaping = NSLock()
     /// Held while pipes are made and a child is spawned.
     private static let spawning = NSLock()
     private var output = Data()
@@ -97,8 +99,10 @@ final class ChildProcess: @unchecked Sendable {  // mutable state is guarded by 
 
     /// The raw `waitpid` status once the child ended; nil while it runs (when not blocking).
     private func reap(blocking: Bool) -> Int32? {
-        lock.lock()
-        defer { lock.unlock() }
+        // A lock of its own: a blocking wait must not keep the readers from storing output, or a
+        // child that writes more than a pipe holds would wait for them while they wait for it.
+        reaping.lock()
+        defer { reaping.unlock() }
         if let exit { return exit }
         var status: Int32 = 0
         while true {

@@ -20,6 +20,7 @@ extension SQLiteStore {
         let (sql, arguments) = try select(request, columns: columns)
         let model = self.model
         return try readOne("fetching \(request.entity.name)") { db in
+            sqlLog?.logPlan(of: sql, arguments: arguments, db)
             count()
             let statement = try db.cachedStatement(sql: sql)
             statement.setUncheckedArguments(arguments)
@@ -44,6 +45,7 @@ extension SQLiteStore {
     func fetchKeys(_ request: StoreFetchRequest, store: PersistentStore) throws -> (keys: [Int64], entityCodes: [Int32]) {
         let (sql, arguments) = try select(request, columns: "t0.Z_PK, t0.Z_ENT")
         return try readOne("fetching \(request.entity.name) keys") { db in
+            sqlLog?.logPlan(of: sql, arguments: arguments, db)
             count()
             let statement = try db.cachedStatement(sql: sql)
             statement.setUncheckedArguments(arguments)
@@ -69,6 +71,7 @@ extension SQLiteStore {
             sql = "SELECT COUNT(*) FROM (\(select))"
         }
         return try readOne("counting \(request.entity.name)") { db in
+            sqlLog?.logPlan(of: sql, arguments: arguments, db)
             count()
             return try Int.fetchOne(db.cachedStatement(sql: sql), arguments: arguments) ?? 0
         }

@@ -31,6 +31,15 @@ extension SQLiteStore {
     func save(_ request: StoreSaveRequest, store: PersistentStore) throws -> StoreSaveResult {
         let files = ExternalFileChanges()
         let result: StoreSaveResult
+        let started = sqlLog == nil ? 0 : DispatchTime.now().uptimeNanoseconds
+        defer {
+            if let sqlLog {
+                let ms = Double(DispatchTime.now().uptimeNanoseconds - started) / 1e6
+                sqlLog.logger.info(
+                    "save: \(request.inserted.count) inserted, \(request.updated.count) updated, \(request.deleted.count) deleted, \(request.joinInserts.count + request.joinDeletes.count) relationship rows — \(String(format: "%.3f", ms)) ms",
+                    metadata: ["store": "\(sqlLog.store)"])
+            }
+        }
         do {
             result = try write("saving") { db in
                 try prepareTombstones(db)

@@ -24,6 +24,8 @@ final class SQLiteStore: StoreBackend {
     private let statements = Atomic<Int>(0)
     /// Whether saves and batch requests are recorded in persistent history.
     let historyTracking: Bool
+    /// The SQL debug log, when asked for (nil: nothing traced).
+    let sqlLog: SQLDebugLog?
     /// The SQL of the temporary triggers that keep tombstones, when history is tracked and some
     /// entity preserves attributes on deletion.
     let tombstoneSQL: String?
@@ -36,7 +38,7 @@ final class SQLiteStore: StoreBackend {
     var statementCount: Int { statements.load(ordering: .relaxed) }
 
     init(url: URL, model: ManagedObjectModel, readOnly: Bool, durability: StoreDurability,
-         maximumReaderCount: Int, busyTimeout: Double, historyTracking: Bool = false) throws {
+         maximumReaderCount: Int, busyTimeout: Double, historyTracking: Bool = false, sqlLog: SQLDebugLog? = nil) throws {
         guard url.isFileURL else {
             throw ObjectGraphError(
                 .unsupported, "Cannot add a \(StoreType.sqlite) store at \(url.absoluteString): it is not a file URL, and an \(StoreType.sqlite) store is a local file",
@@ -84,8 +86,10 @@ final class SQLiteStore: StoreBackend {
         configuration.busyMode = .timeout(busyTimeout)
         configuration.label = "ObjectGraph.SQLiteStore"
         let synchronous = durability == .full ? "FULL" : "NORMAL"
+        self.sqlLog = sqlLog
         configuration.prepareDatabase { db in
             SQLiteFunctions.register(in: db)
+            sqlLog?.install(on: db)
             if !db.configuration.readonly {
                 try db.execute(sql: "PRAGMA synchronous = \(synchronous)")
             }
