@@ -1,5 +1,8 @@
 import Dispatch
 import Foundation
+import Logging
+import Metrics
+import Tracing
 
 /// A model, a coordinator, its stores and the contexts that use them, set up in one place
 /// (`NSPersistentContainer`).
@@ -62,10 +65,17 @@ public final class PersistentContainer: Sendable, CustomStringConvertible {
     /// ```swift
     /// let container = PersistentContainer(name: "Notes", managedObjectModel: model)
     /// ```
-    public init(name: String, managedObjectModel: ManagedObjectModel) {
+    ///
+    /// `logger`, `metricsFactory` and `tracer` go to its coordinator (see
+    /// ``PersistentStoreCoordinator/init(managedObjectModel:name:logger:metricsFactory:tracer:)``).
+    public init(
+        name: String, managedObjectModel: ManagedObjectModel, logger: Logger = Logger(label: "objectgraph"),
+        metricsFactory: (any MetricsFactory)? = nil, tracer: (any Tracer)? = nil
+    ) {
         self.name = name
         self.managedObjectModel = managedObjectModel
-        self.persistentStoreCoordinator = PersistentStoreCoordinator(managedObjectModel: managedObjectModel, name: name)
+        self.persistentStoreCoordinator = PersistentStoreCoordinator(
+            managedObjectModel: managedObjectModel, name: name, logger: logger, metricsFactory: metricsFactory, tracer: tracer)
         let url = Self.defaultDirectoryURL().appendingPathComponent("\(name).sqlite")
         self.state = Protected(State(descriptions: [PersistentStoreDescription(url: url)]))
     }

@@ -129,6 +129,12 @@ extension ManagedObjectContext {
     /// `objectsDidChangeNotification` and `didMergeChangesObjectIDsNotification`.
     public func mergeChanges(_ changes: SaveChanges) {
         assertOnQueue("mergeChanges(_:)")
+        if let coordinator = persistentStoreCoordinator {
+            coordinator.instrumentation.metrics?.merges.increment()
+            coordinator.logger.debug(
+                "merge into '\(debugName)': \(changes.insertedObjectIDs.count) inserted, \(changes.updatedObjectIDs.count) updated, \(changes.deletedObjectIDs.count) deleted",
+                metadata: ["coordinator": "\(coordinator.name ?? "unnamed")"])
+        }
         processPendingChanges()
         // A pinned context moves to the generation that has the changes it merges.
         advanceQueryGeneration()

@@ -61,20 +61,29 @@ extension PersistentStoreCoordinator {
                     except: excluded)
             }
         }
-        try access {
-            for store in stores {
-                guard let storeRequest = request(store) else { continue }
-                let done: StoreBatchResult
-                do {
-                    done = try TransactionInfo.$current.withValue(info) { try store.backend.executeBatch(storeRequest, store: store) }
-                } catch let conflict as ConstraintConflictError {
-                    // No context resolves a batch request's conflicts: the request is refused.
-                    throw conflict.error
+        try instrumentation.span("ObjectGraph batch request") { span in
+            try measured(nil, describe: { (_: Void?) in "batch request: \(result.affected.count) rows" }) {
+                try access {
+                    for store in stores {
+                        guard let storeRequest = request(store) else { continue }
+                        let done: StoreBatchResult
+                        do {
+                            done = try TransactionInfo.$current.withValue(info) { try store.backend.executeBatch(storeRequest, store: store) }
+                        } catch let conflict as ConstraintConflictError {
+                            // No context resolves a batch request's conflicts: the request is refused.
+                            throw conflict.error
+                        }
+                        // The row cache never serves a row the request changed: those rows leave it.
+                        rowCache.evict(done.inserted + done.updated + done.deleted)
+                        result.append(done)
+                    }
                 }
-                // The row cache never serves a row the request changed: those rows leave it.
-                rowCache.evict(done.inserted + done.updated + done.deleted)
-                result.append(done)
             }
+            span?.attributes["objectgraph.rows"] = result.affected.count
+        }
+        if let metrics = instrumentation.metrics {
+            metrics.batchRows.increment(by: result.inserted.count + result.updated.count + result.deleted.count)
+            if result.historyChanges > 0 { metrics.historyRows.increment(by: result.historyChanges) }
         }
         return result
     }

@@ -21,6 +21,10 @@ extension PersistentStoreCoordinator: ParentStore {
                 unread.append(id)
             }
         }
+        if let metrics = instrumentation.metrics {
+            if !referenced.isEmpty { metrics.rowCacheHits.increment(by: referenced.count) }
+            if !unread.isEmpty { metrics.rowCacheMisses.increment(by: unread.count) }
+        }
         if !unread.isEmpty {
             let fetched: [ManagedObjectID: Snapshot]
             do { fetched = try fetchSnapshots(unread) } catch {
@@ -46,14 +50,37 @@ extension PersistentStoreCoordinator: ParentStore {
     }
 
     func rows(_ request: StoreFetchRequest, leasing: Bool, requester: ManagedObjectContext) throws -> FetchedRows {
-        // Each of several stores orders and pages only its own rows: the requester orders the union.
-        let single = persistentStores.count <= 1
-        if let generation = requester.readingGeneration {
-            return FetchedRows(rows: try generation.reading { try fetchRows(single ? request : request.unpaged) }, isOrdered: single, leases: nil)
+        try instrumented(fetch: request, counting: false) {
+            // Each of several stores orders and pages only its own rows: the requester orders the union.
+            let single = persistentStores.count <= 1
+            if let generation = requester.readingGeneration {
+                return FetchedRows(rows: try generation.reading { try fetchRows(single ? request : request.unpaged) }, isOrdered: single, leases: nil)
+            }
+            let mark = rowCache.evictionMark
+            let rows = try fetchRows(single ? request : request.unpaged)
+            return FetchedRows(rows: rows, isOrdered: single, leases: leasing ? lease(rows, readSince: mark) : nil)
+        } rows: { $0.rows.count }
+    }
+
+    /// A fetch or count, with its span, metrics and slow-operation log.
+    @inline(__always)
+    private func instrumented<T>(fetch request: StoreFetchRequest, counting: Bool, _ body: () throws -> T, rows: (T) -> Int) rethrows -> T {
+        guard instrumentation.metrics != nil || instrumentation.tracer != nil || instrumentation.measuresTime else { return try body() }
+        return try instrumentation.span(counting ? "ObjectGraph count" : "ObjectGraph fetch") { span in
+            span?.attributes["objectgraph.entity"] = request.entity.name
+            let result = try measured(\.fetchDuration, describe: { (result: T?) in
+                let what = counting ? "count of" : "fetch of"
+                let predicate = request.predicate.map { " where \($0)" } ?? ""
+                return "\(what) \(request.entity.name)\(predicate)" + (result.map { counting ? " — \(rows($0))" : " — \(rows($0)) rows" } ?? " (failed)")
+            }, body)
+            let count = rows(result)
+            span?.attributes["objectgraph.rows"] = count
+            if let metrics = instrumentation.metrics {
+                metrics.fetches.increment()
+                if !counting { metrics.fetchedRows.increment(by: count) }
+            }
+            return result
         }
-        let mark = rowCache.evictionMark
-        let rows = try fetchRows(single ? request : request.unpaged)
-        return FetchedRows(rows: rows, isOrdered: single, leases: leasing ? lease(rows, readSince: mark) : nil)
     }
 
     /// Registers fetched rows in the row cache with a reference each, for the requester's faults
@@ -66,10 +93,12 @@ extension PersistentStoreCoordinator: ParentStore {
     }
 
     func count(_ request: StoreFetchRequest, requester: ManagedObjectContext) throws -> Int {
-        try requester.readingPinned {
-            guard persistentStores.count > 1, request.fetchLimit > 0 || request.fetchOffset > 0 else { return try countRows(request) }
-            return request.pagedCount(ofUnpaged: try countRows(request.unpaged))
-        }
+        try instrumented(fetch: request, counting: true) {
+            try requester.readingPinned {
+                guard persistentStores.count > 1, request.fetchLimit > 0 || request.fetchOffset > 0 else { return try countRows(request) }
+                return request.pagedCount(ofUnpaged: try countRows(request.unpaged))
+            }
+        } rows: { $0 }
     }
 
     func permanentIDs(for ids: [ManagedObjectID], assignments: [ManagedObjectID: PersistentStore], requester: ManagedObjectContext) throws
@@ -81,6 +110,28 @@ extension PersistentStoreCoordinator: ParentStore {
     }
 
     func save(_ request: ContextSaveRequest, requester: ManagedObjectContext) throws -> ContextSaveResult {
+        guard instrumentation.metrics != nil || instrumentation.tracer != nil || instrumentation.measuresTime else {
+            return try write(request, requester: requester)
+        }
+        let (inserted, updated, deleted) = (request.inserted.count, request.updated.count, request.deleted.count)
+        let result = try instrumentation.span("ObjectGraph save") { span in
+            span?.attributes["objectgraph.context"] = requester.debugName
+            span?.attributes["objectgraph.inserted"] = inserted
+            span?.attributes["objectgraph.updated"] = updated
+            span?.attributes["objectgraph.deleted"] = deleted
+            return try measured(\.saveDuration, describe: { (_: ContextSaveResult?) in
+                "save by '\(requester.debugName)': \(inserted) inserted, \(updated) updated, \(deleted) deleted"
+            }) { try write(request, requester: requester) }
+        }
+        if let metrics = instrumentation.metrics {
+            metrics.saves.increment()
+            metrics.savedObjects.increment(by: inserted + updated + deleted)
+        }
+        return result
+    }
+
+    /// Writes a context's save to the stores.
+    private func write(_ request: ContextSaveRequest, requester: ManagedObjectContext) throws -> ContextSaveResult {
         // One request per store, in the order the stores were added, each filled in place (a copy
         // would copy its growing arrays once per object). Most coordinators have one store: an
         // object's store is then found without hashing or locking, once per object.

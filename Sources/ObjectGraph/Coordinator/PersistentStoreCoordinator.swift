@@ -1,6 +1,8 @@
 import Foundation
 import Logging
+import Metrics
 import Synchronization
+import Tracing
 
 /// Counters that show what the stores and the row cache did.
 public struct StoreStatistics: Sendable, Hashable, CustomStringConvertible {
@@ -60,11 +62,26 @@ public final class PersistentStoreCoordinator: Sendable, CustomStringConvertible
     /// A logger labelled "objectgraph" unless one is given.
     public let logger: Logger
 
-    /// Creates a coordinator for a model; `logger` receives what it logs (see ``logger``).
-    public init(managedObjectModel: ManagedObjectModel, name: String? = nil, logger: Logger = Logger(label: "objectgraph")) {
+    /// Metrics, spans and the slow-operation threshold.
+    let instrumentation: CoordinatorInstrumentation
+
+    /// Creates a coordinator for a model.
+    ///
+    /// - Parameters:
+    ///   - logger: receives what it logs (see ``logger``).
+    ///   - metricsFactory: where its counters and timers go (``ObjectGraphMetric``); nil, the
+    ///     default: the factory bootstrapped with `MetricsSystem.bootstrap`, if any, when the
+    ///     coordinator is created.
+    ///   - tracer: what makes its spans (save, fetch, fault, batch request, migration); nil, the
+    ///     default: the tracer bootstrapped with `InstrumentationSystem.bootstrap`, if any.
+    public init(
+        managedObjectModel: ManagedObjectModel, name: String? = nil, logger: Logger = Logger(label: "objectgraph"),
+        metricsFactory: (any MetricsFactory)? = nil, tracer: (any Tracer)? = nil
+    ) {
         self.managedObjectModel = managedObjectModel
         self.name = name
         self.logger = logger
+        self.instrumentation = CoordinatorInstrumentation(coordinatorName: name, metricsFactory: metricsFactory, tracer: tracer)
     }
 
     deinit {
@@ -307,6 +324,21 @@ public final class PersistentStoreCoordinator: Sendable, CustomStringConvertible
     /// Snapshots of objects from the stores (of a pinned generation while one is reading), not
     /// registered in the row cache.
     func readSnapshots(_ ids: [ManagedObjectID]) throws -> [ManagedObjectID: Snapshot] {
+        guard instrumentation.metrics != nil || instrumentation.tracer != nil || instrumentation.measuresTime else {
+            return try readSnapshotsFromStores(ids)
+        }
+        return try instrumentation.span("ObjectGraph fault") { span in
+            span?.attributes["objectgraph.objects"] = ids.count
+            let result = try measured(\.faultDuration, describe: { (result: [ManagedObjectID: Snapshot]?) in
+                "fault of \(ids.count) object\(ids.count == 1 ? "" : "s") (\(ids.first?.entityName ?? "")\(ids.count > 1 ? ", …" : "")) from the store"
+                    + (result == nil ? " (failed)" : "")
+            }) { try readSnapshotsFromStores(ids) }
+            instrumentation.metrics?.faultsFromStore.increment(by: result.count)
+            return result
+        }
+    }
+
+    private func readSnapshotsFromStores(_ ids: [ManagedObjectID]) throws -> [ManagedObjectID: Snapshot] {
         try access {
             var result: [ManagedObjectID: Snapshot] = [:]
             // The IDs of each store, found without a lock or a hash per ID (usually one store).
@@ -323,6 +355,7 @@ public final class PersistentStoreCoordinator: Sendable, CustomStringConvertible
                 if result.isEmpty { result = found } else { result.merge(found) { a, _ in a } }
             }
             faultsFromStoreCounter.add(result.count, ordering: .relaxed)
+            logger.trace("fault: \(result.count) of \(ids.count) objects read from the store", metadata: ["coordinator": "\(name ?? "unnamed")"])
             return result
         }
     }
@@ -371,8 +404,18 @@ public final class PersistentStoreCoordinator: Sendable, CustomStringConvertible
             if store.isReadOnly {
                 throw ObjectGraphError(.readOnly, "The store \(store.url?.path ?? store.identifier) is read-only; nothing was written", url: store.url)
             }
-            let result = try TransactionInfo.$current.withValue(info) { try store.backend.save(request, store: store) }
+            let result: StoreSaveResult
+            do {
+                result = try TransactionInfo.$current.withValue(info) { try store.backend.save(request, store: store) }
+            } catch let error as VersionConflictError {
+                instrumentation.metrics?.conflicts.increment(by: error.conflicts.count)
+                throw error
+            } catch let error as ConstraintConflictError {
+                instrumentation.metrics?.conflicts.increment(by: max(error.conflicts.count, 1))
+                throw error
+            }
             rowCache.didSave(snapshots: result.snapshots, deleted: request.deleted.map(\.id))
+            if result.historyChanges > 0 { instrumentation.metrics?.historyRows.increment(by: result.historyChanges) }
             return result
         }
     }

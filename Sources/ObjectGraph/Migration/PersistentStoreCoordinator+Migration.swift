@@ -17,7 +17,18 @@ extension PersistentStoreCoordinator {
               let identity = try? StoredModelIdentity(ofStoreAt: url, type: type),
               !identity.matches(managedObjectModel) else { return }
         let plan = try MigrationPlanner.plan(forStoreAt: url, type: type, identity: identity, to: managedObjectModel, settings: settings, describe: false)
-        try MigrationRunner.run(plan, storeAt: url, type: type)
+        guard !plan.steps.isEmpty else { return }
+        let steps = plan.steps.map { "\($0.kind)" }.joined(separator: ", ")
+        logger.info("migrating \(url.path): \(plan.steps.count) step\(plan.steps.count == 1 ? "" : "s") (\(steps))", metadata: ["coordinator": "\(name ?? "unnamed")"])
+        try instrumentation.span("ObjectGraph migration") { span in
+            span?.attributes["objectgraph.store"] = url.lastPathComponent
+            span?.attributes["objectgraph.steps"] = plan.steps.count
+            try measured(nil, describe: { (_: Void?) in "migration of \(url.lastPathComponent) (\(steps))" }) {
+                try MigrationRunner.run(plan, storeAt: url, type: type)
+            }
+        }
+        instrumentation.metrics?.migrations.increment()
+        logger.info("migrated \(url.path)", metadata: ["coordinator": "\(name ?? "unnamed")"])
     }
 
     /// Migrates the store at `url` to `model` as ``addPersistentStore(type:configuration:at:options:)``

@@ -74,6 +74,8 @@ struct StoreSaveResult: Sendable {
     var permanentIDs: [ManagedObjectID: ManagedObjectID] = [:]
     /// The new snapshot of every inserted and updated object, by permanent ID.
     var snapshots: [ManagedObjectID: Snapshot] = [:]
+    /// The persistent-history changes recorded with the save (0 without history tracking).
+    var historyChanges = 0
 }
 
 /// What every kind of store does. A backend knows nothing of contexts: it reads and writes

@@ -39,12 +39,15 @@ struct StoreBatchResult: Sendable {
     var updated: [ManagedObjectID] = []
     /// Rows deleted, including those a cascade reached.
     var deleted: [ManagedObjectID] = []
+    /// The persistent-history changes recorded with the request (0 without history tracking).
+    var historyChanges = 0
 
     mutating func append(_ other: StoreBatchResult) {
         affected += other.affected
         inserted += other.inserted
         updated += other.updated
         deleted += other.deleted
+        historyChanges += other.historyChanges
     }
 }
 

@@ -32,8 +32,10 @@ extension SQLiteStore {
             guard historyTracking else { return try runBatch(request, store: store, db) }
             // Recorded in the batch's own transaction, with the tombstones of what it deletes.
             try prepareTombstones(db)
-            let result = try runBatch(request, store: store, db)
-            try recordHistory(historyChanges(of: request, result: result), db: db)
+            var result = try runBatch(request, store: store, db)
+            let changes = historyChanges(of: request, result: result)
+            try recordHistory(changes, db: db)
+            result.historyChanges = changes.count
             return result
         }
     }

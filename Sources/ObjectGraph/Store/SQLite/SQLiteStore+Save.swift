@@ -43,8 +43,12 @@ extension SQLiteStore {
         do {
             result = try write("saving") { db in
                 try prepareTombstones(db)
-                let result = try self.apply(request, store: store, db: db, files: files)
-                if historyTracking { try recordHistory(historyChanges(of: request, result: result), db: db) }
+                var result = try self.apply(request, store: store, db: db, files: files)
+                if historyTracking {
+                    let changes = historyChanges(of: request, result: result)
+                    try recordHistory(changes, db: db)
+                    result.historyChanges = changes.count
+                }
                 return result
             }
         } catch {
