@@ -7,6 +7,8 @@ let package = Package(
     platforms: [.macOS(.v15), .iOS(.v18), .tvOS(.v18), .watchOS(.v11), .visionOS(.v2)],
     products: [
         .library(name: "ObjectGraph", targets: ["ObjectGraph"]),
+        // Everything but the macros, for a program that builds without swift-syntax.
+        .library(name: "ObjectGraphCore", targets: ["ObjectGraphCore"]),
         .executable(name: "objectgraph", targets: ["objectgraph"]),
         .executable(name: "objectgraph-bench", targets: ["objectgraph-bench"]),
     ],
@@ -18,10 +20,13 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-metrics", from: "2.13.0"),
         .package(url: "https://github.com/apple/swift-distributed-tracing", from: "1.7.3"),
         .package(url: "https://github.com/swiftlang/swift-syntax", from: "603.0.1"),
+        // `swift package generate-documentation` (CI builds the docs); a plugin, not linked into anything.
+        .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.5.0"),
     ],
     targets: [
+        // The object graph, its stores and tools: everything but the macros' declarations.
         .target(
-            name: "ObjectGraph",
+            name: "ObjectGraphCore",
             dependencies: [
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "GRDBSQLite", package: "GRDB.swift"),  // the C API, for the hot paths
@@ -29,8 +34,12 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "Tracing", package: "swift-distributed-tracing"),
-                "ObjectGraphMacros",
             ]
+        ),
+        // What apps import: the core, re-exported, and the macros (@Managed, @Attribute, ...).
+        .target(
+            name: "ObjectGraph",
+            dependencies: ["ObjectGraphCore", "ObjectGraphMacros"]
         ),
         .macro(
             name: "ObjectGraphMacros",
@@ -45,7 +54,8 @@ let package = Package(
         .executableTarget(
             name: "objectgraph",
             dependencies: [
-                "ObjectGraph",
+                // Not the macros: a first `swift run -c release objectgraph demo` compiles no swift-syntax.
+                "ObjectGraphCore",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Logging", package: "swift-log"),
@@ -71,6 +81,7 @@ let package = Package(
             name: "ObjectGraphTests",
             dependencies: [
                 "ObjectGraph",
+                "ObjectGraphCore",
                 .product(name: "MetricsTestKit", package: "swift-metrics"),
                 .product(name: "InMemoryTracing", package: "swift-distributed-tracing"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),

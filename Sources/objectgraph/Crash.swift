@@ -1,6 +1,6 @@
 import ArgumentParser
 import Foundation
-import ObjectGraph
+import ObjectGraphCore
 
 /// Programs that save from background contexts and then exit, are killed, or are stopped with
 /// SIGTERM: ObjectGraph's crash tests run them as child processes and check the store afterwards.

@@ -1,6 +1,6 @@
 import ArgumentParser
 import Foundation
-import ObjectGraph
+import ObjectGraphCore
 
 /// The model versions of the migration crash test. `Tests/ObjectGraphTests/Migration/MigrationCrashTests.swift`
 /// declares the same versions: change both together.

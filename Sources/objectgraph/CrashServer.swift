@@ -1,7 +1,7 @@
 import ArgumentParser
 import Foundation
 import Logging
-import ObjectGraph
+import ObjectGraphCore
 import ServiceLifecycle
 import Synchronization
 

@@ -1,7 +1,7 @@
 import ArgumentParser
 import Dispatch
 import Foundation
-import ObjectGraph
+import ObjectGraphCore
 import Synchronization
 
 /// The seed scenario: a background import on private contexts, saved in batches, while the main
@@ -108,13 +108,15 @@ struct Demo: ParsableCommand {
         // Check the counts.
         try main.performAndWait {
             main.reset()
-            let count = try main.fetchCount(FetchDescriptor<Note>())
+            let count = try main.count(for: DemoModel.request(Note.self))
             var inFolders = 0
-            for folder in try main.fetch(FetchDescriptor<Folder>(sortBy: [SortDescriptor(\.name)])) {
+            let byName = DemoModel.request(Folder.self)
+            byName.sortDescriptors = [FetchSortDescriptor(key: "name", ascending: true)]
+            for folder in try main.fetch(byName) {
                 inFolders += folder.notes.count
                 print("  folder \(folder.name): \(folder.notes.count) notes")
             }
-            let hellos = try main.fetchCount(FetchDescriptor<Note>(predicate: #Predicate { $0.title.starts(with: "Hello") }))
+            let hellos = try main.count(for: DemoModel.request(Note.self, where: "title BEGINSWITH %@", "Hello"))
             let expectedHellos = (0..<total).count { $0 % 7 == 0 }
             print("counts: \(count) notes (expected \(total)), \(inFolders) in folders, \(hellos) titled Hello (expected \(expectedHellos))")
             guard count == total, inFolders == total, hellos == expectedHellos else {
@@ -150,11 +152,11 @@ struct Demo: ParsableCommand {
             }
             try worker.save()  // into main, not the store
         }
-        let inMain = try main.performAndWait { try main.fetchCount(FetchDescriptor<Note>(predicate: #Predicate { $0.title.starts(with: "Stacked") })) }
+        let inMain = try main.performAndWait { try main.count(for: DemoModel.request(Note.self, where: "title BEGINSWITH %@", "Stacked")) }
         let check = ManagedObjectContext(concurrencyType: .privateQueue)
         check.persistentStoreCoordinator = coordinator
         func stored() throws -> Int {
-            try check.performAndWait { try check.fetchCount(FetchDescriptor<Note>(predicate: #Predicate { $0.title.starts(with: "Stacked") })) }
+            try check.performAndWait { try check.count(for: DemoModel.request(Note.self, where: "title BEGINSWITH %@", "Stacked")) }
         }
         let beforeChain = try stored()
         try main.saveChainNow()  // main → root → store
@@ -168,9 +170,9 @@ struct Demo: ParsableCommand {
         let begin = DispatchTime.now().uptimeNanoseconds
         try main.performAndWait {
             let rank = Int64(iteration % 1000)
-            var descriptor = FetchDescriptor<Note>(predicate: #Predicate { $0.rank == rank })
-            descriptor.fetchLimit = 20
-            for note in try main.fetch(descriptor) {
+            let request = DemoModel.request(Note.self, where: "rank == %d", rank)
+            request.fetchLimit = 20
+            for note in try main.fetch(request) {
                 _ = note.title
                 _ = note.folder?.name
             }

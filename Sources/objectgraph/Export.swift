@@ -1,6 +1,6 @@
 import ArgumentParser
 import Foundation
-import ObjectGraph
+import ObjectGraphCore
 
 /// `objectgraph export STORE --model MODEL --json`: every object of a Core Data SQLite store as
 /// JSON, streamed (a page of objects at a time), with a progress bar on a terminal.

@@ -1,6 +1,6 @@
 import ArgumentParser
 import Foundation
-import ObjectGraph
+import ObjectGraphCore
 
 /// Feeds ObjectGraph one input that used to crash it, in a process of its own, so a test can
 /// check that the process survives and reports the right error (issue 12's crash findings).

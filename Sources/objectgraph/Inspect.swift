@@ -1,7 +1,7 @@
 import ArgumentParser
 import Foundation
 import GRDB
-import ObjectGraph
+import ObjectGraphCore
 
 /// `objectgraph inspect STORE [--model MODEL]`: a Core Data SQLite store's metadata, the model that
 /// wrote it, its entities with their counts, and an integrity check. Reads only: the store is

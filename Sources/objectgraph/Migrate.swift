@@ -1,6 +1,6 @@
 import ArgumentParser
 import Foundation
-import ObjectGraph
+import ObjectGraphCore
 
 /// `objectgraph migrate STORE --model NEW [--from OLD ...] [--dry-run]`: migrates a store to a new
 /// model version, printing the plan (with the SQL on SQLite) and the rows per entity before and after.

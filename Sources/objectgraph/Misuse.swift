@@ -1,6 +1,6 @@
 import ArgumentParser
 import Foundation
-import ObjectGraph
+import ObjectGraphCore
 
 /// Breaks one of the concurrency rules on purpose, so tests can check that ObjectGraph stops the
 /// process with a message naming the context, its queue and the offending thread.

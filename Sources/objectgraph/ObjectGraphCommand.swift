@@ -1,6 +1,6 @@
 import ArgumentParser
 import Foundation
-import ObjectGraph
+import ObjectGraphCore
 
 @main
 struct ObjectGraphCommand: ParsableCommand {

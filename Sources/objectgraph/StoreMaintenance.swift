@@ -1,7 +1,7 @@
 import ArgumentParser
 import Foundation
 import GRDB
-import ObjectGraph
+import ObjectGraphCore
 #if canImport(Glibc)
 import Glibc
 #endif

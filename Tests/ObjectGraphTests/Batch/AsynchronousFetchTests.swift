@@ -1,6 +1,7 @@
 import Foundation
 import Testing
-@testable import ObjectGraph
+import ObjectGraph
+@testable import ObjectGraphCore
 
 @Suite("Asynchronous fetch calls its completion on the context's queue after execute returns")
 struct AsynchronousFetchTests {

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
-@testable import ObjectGraph
+import ObjectGraph
+@testable import ObjectGraphCore
 
 @Suite("Batch requests keep contexts and the row cache consistent")
 struct BatchConsistencyTests {

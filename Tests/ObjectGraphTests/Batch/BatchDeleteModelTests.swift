@@ -1,6 +1,7 @@
 import Foundation
 import Testing
-@testable import ObjectGraph
+import ObjectGraph
+@testable import ObjectGraphCore
 
 @Suite("delete(model:where:) deletes typed models in the stores")
 struct BatchDeleteModelTests {

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
-@testable import ObjectGraph
+import ObjectGraph
+@testable import ObjectGraphCore
 
 /// A batch update or delete runs as one statement when it can (SQLite: `UPDATE … RETURNING`,
 /// `DELETE … RETURNING`) and reads the rows first when it must (a predicate through a

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
-@testable import ObjectGraph
+import ObjectGraph
+@testable import ObjectGraphCore
 
 @Suite("Batch requests go to the stores that hold their entity, or to their affected stores")
 struct BatchStoreRoutingTests {

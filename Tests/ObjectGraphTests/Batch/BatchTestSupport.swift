@@ -1,5 +1,6 @@
 import Foundation
-@testable import ObjectGraph
+import ObjectGraph
+@testable import ObjectGraphCore
 
 enum BatchModels {
     /// Users with a unique email and a required flag without default, teams (nullify both ways),

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
-@testable import ObjectGraph
+import ObjectGraph
+@testable import ObjectGraphCore
 
 /// The identity map is the context's, on its queue: objects dropped by other threads (a program
 /// that smuggled them out) never touch it, and give their row-cache references back themselves.

@@ -1,7 +1,8 @@
 import Dispatch
 import Foundation
 import Testing
-@testable import ObjectGraph
+import ObjectGraph
+@testable import ObjectGraphCore
 
 @Suite("Concurrency: queues, perform and confinement")
 struct ConcurrencyTests {

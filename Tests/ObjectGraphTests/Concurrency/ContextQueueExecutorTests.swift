@@ -1,7 +1,8 @@
 import Dispatch
 import Foundation
 import Testing
-@testable import ObjectGraph
+import ObjectGraph
+@testable import ObjectGraphCore
 
 /// A private context's queue is a `SerialExecutor`: `await perform` runs as one of its jobs, and
 /// the Swift runtime's isolation checks and the context's own queue checks agree.

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
-@testable import ObjectGraph
+import ObjectGraph
+@testable import ObjectGraphCore
 
 /// Seeded random runs of several contexts inserting, updating, deleting, moving, saving, merging and
 /// refreshing over a few dozen objects, with invariants checked after every step. A failure prints

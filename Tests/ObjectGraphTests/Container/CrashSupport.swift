@@ -1,6 +1,7 @@
 import Foundation
 import Testing
-@testable import ObjectGraph
+import ObjectGraph
+@testable import ObjectGraphCore
 
 /// The crash tests' side of `objectgraph _crash` (Sources/objectgraph/Crash.swift): the same model
 /// and the same save schedule, and a check of a store against them.

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
-@testable import ObjectGraph
+import ObjectGraph
+@testable import ObjectGraphCore
 
 /// Child processes save from background contexts and exit, are killed, or are stopped with
 /// SIGTERM; the store is then checked: every acknowledged save is there, no save is partly there,

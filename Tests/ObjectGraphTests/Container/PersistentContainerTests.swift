@@ -1,6 +1,7 @@
 import Foundation
 import Testing
-@testable import ObjectGraph
+import ObjectGraph
+@testable import ObjectGraphCore
 
 /// A container on a store of the given kind in a temporary folder, loaded.
 func loadedContainer(_ kind: StoreKind, in directory: TemporaryDirectory, name: String = "Notes") throws -> PersistentContainer {

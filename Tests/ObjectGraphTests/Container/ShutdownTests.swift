@@ -1,7 +1,8 @@
 import Foundation
 import ServiceLifecycle
 import Testing
-@testable import ObjectGraph
+import ObjectGraph
+@testable import ObjectGraphCore
 
 @Suite("Container shutdown")
 struct ShutdownTests {

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
-@testable import ObjectGraph
+import ObjectGraph
+@testable import ObjectGraphCore
 
 /// Seeded random work on a context — inserts, changes, deletes with cascades, saves, conflicts,
 /// rollbacks, refreshes, merges of another context's saves, resets — checking after every step that

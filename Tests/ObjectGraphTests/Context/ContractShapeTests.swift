@@ -1,6 +1,7 @@
 import Foundation
 import Testing
-@testable import ObjectGraph
+import ObjectGraph
+@testable import ObjectGraphCore
 
 /// The shapes DESIGN.md's "Points the contract fixes" pins down: programs written against the
 /// contract compile and behave as these tests say.

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
-@testable import ObjectGraph
+import ObjectGraph
+@testable import ObjectGraphCore
 
 /// Behaviours Apple's Core Data has that programs rely on (issue 12's findings, each a test).
 @Suite("Core Data fidelity: notifications, merges, transients, refresh")

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
-@testable import ObjectGraph
+import ObjectGraph
+@testable import ObjectGraphCore
 
 /// Records what a controller tells its delegate, as readable lines.
 private final class ResultsRecorder: FetchedResultsControllerDelegate {

@@ -5,7 +5,8 @@ import Metrics
 import MetricsTestKit
 import Testing
 import Tracing
-@testable import ObjectGraph
+import ObjectGraph
+@testable import ObjectGraphCore
 
 @Suite("Metrics, tracing and the slow-operation log")
 struct InstrumentationTests {

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
-@testable import ObjectGraph
+import ObjectGraph
+@testable import ObjectGraphCore
 
 @Suite("Store options: read once, typed, a wrong type refused")
 struct StoreOptionsTests {

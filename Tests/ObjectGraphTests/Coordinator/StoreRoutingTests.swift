@@ -1,6 +1,7 @@
 import Foundation
 import Testing
-@testable import ObjectGraph
+import ObjectGraph
+@testable import ObjectGraphCore
 
 /// A coordinator with several stores: each object is saved to its own store (configurations,
 /// `assign(_:to:)`), and fetches see the union, ordered and paged as asked.

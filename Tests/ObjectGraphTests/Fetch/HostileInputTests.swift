@@ -1,6 +1,7 @@
 import Foundation
 import Testing
-@testable import ObjectGraph
+import ObjectGraph
+@testable import ObjectGraphCore
 
 /// Each input that used to crash or hang ObjectGraph, fed to it in a child process on a 512 KiB
 /// thread: the process survives and reports the right error (or the right answer).

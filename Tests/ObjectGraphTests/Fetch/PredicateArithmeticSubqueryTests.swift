@@ -1,6 +1,7 @@
 import Foundation
 import Testing
-@testable import ObjectGraph
+import ObjectGraph
+@testable import ObjectGraphCore
 
 /// Arithmetic and `SUBQUERY(…).@count` in the format language: parsed, written back, run as SQL
 /// against SQLite and evaluated in memory over the same graph (``PredicateTestGraph``), which must

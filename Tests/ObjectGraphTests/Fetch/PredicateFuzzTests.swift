@@ -1,6 +1,7 @@
 import Foundation
 import Testing
-@testable import ObjectGraph
+import ObjectGraph
+@testable import ObjectGraphCore
 
 /// Random predicate formats over ``PredicateTestGraph``'s notes, built from every operator of the
 /// language, with the depth (``PredicateNode/depth``) and parser nesting each one has, so a test

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
-@testable import ObjectGraph
+import ObjectGraph
+@testable import ObjectGraphCore
 
 /// Holds a value that a test hands to one other thread and reads back after joining it.
 struct HandedOver<T>: @unchecked Sendable {  // used by one thread at a time, ordered by a semaphore

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
-@testable import ObjectGraph
+import ObjectGraph
+@testable import ObjectGraphCore
 
 /// A NaN stored in a REAL column (as a BLOB of its bits, on SQLite) is selected by the same
 /// comparisons in the store as in memory: it equals nothing, orders nowhere, and is not nil.

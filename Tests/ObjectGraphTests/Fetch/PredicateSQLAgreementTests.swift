@@ -1,6 +1,7 @@
 import Foundation
 import Testing
-@testable import ObjectGraph
+import ObjectGraph
+@testable import ObjectGraphCore
 
 /// Every predicate here is run as SQL against SQLite and evaluated in memory over the same graph;
 /// the two must select the same objects (and, where stated, the expected ones).

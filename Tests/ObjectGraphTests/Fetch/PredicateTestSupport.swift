@@ -1,6 +1,7 @@
 import Foundation
 import Testing
-@testable import ObjectGraph
+import ObjectGraph
+@testable import ObjectGraphCore
 
 /// A store backend so test objects can have permanent IDs: an in-memory store nobody writes to.
 typealias PredicateTestBackend = InMemoryStore

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
-@testable import ObjectGraph
+import ObjectGraph
+@testable import ObjectGraphCore
 
 /// An SQLite store with persistent history (and, when asked, remote-change notifications), and
 /// ways to read its history.

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
-@testable import ObjectGraph
+import ObjectGraph
+@testable import ObjectGraphCore
 
 /// Collects what a coordinator posts as `.persistentStoreRemoteChange`.
 final class RemoteChangeRecorder: @unchecked Sendable {  // `changes` is guarded by `lock`

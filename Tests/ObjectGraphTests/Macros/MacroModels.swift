@@ -1,5 +1,6 @@
 import Foundation
-@testable import ObjectGraph
+import ObjectGraph
+@testable import ObjectGraphCore
 
 // The models of DESIGN.md's "Swift-native models", plus one of every generated shape.
 

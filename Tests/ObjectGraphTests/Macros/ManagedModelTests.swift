@@ -1,6 +1,7 @@
 import Foundation
 import Testing
-@testable import ObjectGraph
+import ObjectGraph
+@testable import ObjectGraphCore
 
 extension TestModels {
     /// DESIGN.md's typed model, with tags and every property shape.

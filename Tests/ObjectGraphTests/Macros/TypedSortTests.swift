@@ -1,6 +1,7 @@
 import Foundation
 import Testing
-@testable import ObjectGraph
+import ObjectGraph
+@testable import ObjectGraphCore
 
 // Models with the to-one shapes MacroModels.swift lacks: a required to-one, a chain of to-ones,
 // a destination whose property is inherited, and a subclass root.

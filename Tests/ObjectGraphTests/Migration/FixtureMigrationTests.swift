@@ -1,7 +1,8 @@
 import Foundation
 import GRDB
 import Testing
-@testable import ObjectGraph
+import ObjectGraph
+@testable import ObjectGraphCore
 
 /// Stores Apple's Core Data wrote, migrated (on copies) to the newest version of their app's model.
 @Suite("Migrating Core Data's stores")

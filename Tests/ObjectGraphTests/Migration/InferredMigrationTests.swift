@@ -1,7 +1,8 @@
 import Foundation
 import GRDB
 import Testing
-@testable import ObjectGraph
+import ObjectGraph
+@testable import ObjectGraphCore
 
 /// Lightweight migrations inferred from two model versions, on every file store type.
 @Suite("Inferred migration")

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
-@testable import ObjectGraph
+import ObjectGraph
+@testable import ObjectGraphCore
 
 /// `objectgraph migrate`: the plan, a dry run that writes nothing, and the counts before and after.
 @Suite("objectgraph migrate", .serialized)

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
-@testable import ObjectGraph
+import ObjectGraph
+@testable import ObjectGraphCore
 
 /// The migration API's contract: Core Data's option strings, references checked by checksum,
 /// read-only stores left alone.

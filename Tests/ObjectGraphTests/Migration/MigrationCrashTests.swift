@@ -1,7 +1,8 @@
 import Foundation
 import GRDB
 import Testing
-@testable import ObjectGraph
+import ObjectGraph
+@testable import ObjectGraphCore
 
 /// A migration killed with SIGKILL at any point leaves the store either as it was or fully
 /// migrated: never half, and always openable.

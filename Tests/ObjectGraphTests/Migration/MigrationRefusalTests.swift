@@ -1,6 +1,7 @@
 import Foundation
 import Testing
-@testable import ObjectGraph
+import ObjectGraph
+@testable import ObjectGraphCore
 
 /// What cannot be inferred is refused before anything is written: the error names the entity,
 /// the property and why, and the store's bytes are those it had.

@@ -1,7 +1,8 @@
 import Foundation
 import GRDB
 import Testing
-@testable import ObjectGraph
+import ObjectGraph
+@testable import ObjectGraphCore
 
 /// Stores written with one model version and read back with another.
 enum Migrating {

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
-@testable import ObjectGraph
+import ObjectGraph
+@testable import ObjectGraphCore
 
 /// Staged migrations: a chain of model versions with custom stages, run from wherever the store
 /// is, all or nothing; and dry runs.

@@ -1,7 +1,8 @@
 import Foundation
 import Testing
 
-@testable import ObjectGraph
+import ObjectGraph
+@testable import ObjectGraphCore
 
 /// Parts of the compiled-model archive the fixtures do not use, read from a small archive built for
 /// this test (by Python's plistlib, in NSKeyedArchiver's layout): the flags of archives written

@@ -2,7 +2,8 @@ import Foundation
 import GRDB
 import Testing
 
-@testable import ObjectGraph
+import ObjectGraph
+@testable import ObjectGraphCore
 
 /// Everything a compiled model says about a model, one line per entity and property, for comparing
 /// a model with the one read back from its archive. A renaming identifier that is the element's own

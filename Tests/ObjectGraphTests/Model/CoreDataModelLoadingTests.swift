@@ -1,7 +1,8 @@
 import Foundation
 import Testing
 
-@testable import ObjectGraph
+import ObjectGraph
+@testable import ObjectGraphCore
 
 /// Loading real Xcode and compiled models (the fixtures), checked against what their files say.
 @Suite("Loading Core Data models")

@@ -2,7 +2,8 @@ import Foundation
 import GRDB
 import Testing
 
-@testable import ObjectGraph
+import ObjectGraph
+@testable import ObjectGraphCore
 
 /// The compiled model Core Data caches in a store (`Z_MODELCACHE.Z_CONTENT`, raw DEFLATE): decoded
 /// and hashed, it must give the store's own version hashes. For one fixture it is the only copy of

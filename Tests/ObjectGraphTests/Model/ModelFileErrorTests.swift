@@ -1,7 +1,8 @@
 import Foundation
 import Testing
 
-@testable import ObjectGraph
+import ObjectGraph
+@testable import ObjectGraphCore
 
 /// Broken model files: each gives an `ObjectGraphError` that names the file and what is wrong, and
 /// none crashes the process.

@@ -1,7 +1,8 @@
 import Foundation
 import Testing
 
-@testable import ObjectGraph
+import ObjectGraph
+@testable import ObjectGraphCore
 
 @Managed final class RenamedMemo: ManagedObject {
     @Attribute(originalName: "name") var title: String = ""

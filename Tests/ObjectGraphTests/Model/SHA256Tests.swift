@@ -1,7 +1,8 @@
 import Foundation
 import Testing
 
-@testable import ObjectGraph
+import ObjectGraph
+@testable import ObjectGraphCore
 
 @Suite("SHA-256")
 struct SHA256Tests {

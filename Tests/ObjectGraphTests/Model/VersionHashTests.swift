@@ -1,7 +1,8 @@
 import Foundation
 import Testing
 
-@testable import ObjectGraph
+import ObjectGraph
+@testable import ObjectGraphCore
 
 /// Apple's version hashes, checked against what Apple's tools wrote: the `NSStoreModelVersionHashes`
 /// of every fixture store and the `VersionInfo.plist` of every committed `.momd`.

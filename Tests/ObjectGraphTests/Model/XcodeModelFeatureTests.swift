@@ -1,7 +1,8 @@
 import Foundation
 import Testing
 
-@testable import ObjectGraph
+import ObjectGraph
+@testable import ObjectGraphCore
 
 /// Parts of Xcode's model format that the fixtures do not use, read from small models written here
 /// in Xcode's own form.

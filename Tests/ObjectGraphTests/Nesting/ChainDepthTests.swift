@@ -1,6 +1,7 @@
 import Foundation
 import Testing
-@testable import ObjectGraph
+import ObjectGraph
+@testable import ObjectGraphCore
 
 /// The deepest chain ObjectGraph allows works from its deepest context, even on a thread with a
 /// small stack: every read and save walks the chain, one level at a time.

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
-@testable import ObjectGraph
+import ObjectGraph
+@testable import ObjectGraphCore
 
 /// An import operation as the guides write it: its context is created in `main()`, on the
 /// operation's thread, as a child of the main context, and its save goes into the main context.

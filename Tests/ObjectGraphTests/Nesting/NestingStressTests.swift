@@ -1,6 +1,7 @@
 import Foundation
 import Testing
-@testable import ObjectGraph
+import ObjectGraph
+@testable import ObjectGraphCore
 
 @Suite("Nesting: relationships through pushes, and a seeded stress of the three-level stack")
 struct NestingStressTests {

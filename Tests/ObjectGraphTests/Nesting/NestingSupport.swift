@@ -1,6 +1,7 @@
 import Foundation
 import Testing
-@testable import ObjectGraph
+import ObjectGraph
+@testable import ObjectGraphCore
 
 /// A chain of contexts over one store: a private root on the coordinator and children made on
 /// demand, plus reads of what the store itself holds.

@@ -1,5 +1,6 @@
 import Testing
-@testable import ObjectGraph
+import ObjectGraph
+@testable import ObjectGraphCore
 
 @Suite("An object's state: phases and the transitions that say what to do next")
 struct ObjectStateTests {

@@ -2,7 +2,8 @@ import Foundation
 import GRDB
 import Testing
 
-@testable import ObjectGraph
+import ObjectGraph
+@testable import ObjectGraphCore
 
 /// A fixture store opened on a copy, with the model version that wrote it.
 struct OpenedFixture {

@@ -2,7 +2,8 @@ import Foundation
 import GRDB
 import Testing
 
-@testable import ObjectGraph
+import ObjectGraph
+@testable import ObjectGraphCore
 
 /// Saving to Apple's stores with Core Data's bookkeeping, and the layout of the stores ObjectGraph
 /// creates compared with Apple's for the same model.

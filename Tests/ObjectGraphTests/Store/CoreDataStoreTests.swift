@@ -2,7 +2,8 @@ import Foundation
 import GRDB
 import Testing
 
-@testable import ObjectGraph
+import ObjectGraph
+@testable import ObjectGraphCore
 
 /// Stores written by Apple's Core Data (shared/coredata-fixtures), each opened on a copy with the
 /// model version that wrote it: what ObjectGraph reads must be what the raw tables hold, and what

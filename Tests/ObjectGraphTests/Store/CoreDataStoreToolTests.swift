@@ -2,7 +2,8 @@ import Foundation
 import GRDB
 import Testing
 
-@testable import ObjectGraph
+import ObjectGraph
+@testable import ObjectGraphCore
 
 /// `objectgraph inspect` and `objectgraph export` on copies of fixture stores.
 @Suite("objectgraph inspect and export")

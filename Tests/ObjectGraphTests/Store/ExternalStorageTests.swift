@@ -2,7 +2,8 @@ import Foundation
 import GRDB
 import Testing
 
-@testable import ObjectGraph
+import ObjectGraph
+@testable import ObjectGraphCore
 
 /// Binary attributes that allow external storage are kept as Core Data keeps them in its SQLite
 /// store: a marker byte and the value, or a marker byte and the name of a file in

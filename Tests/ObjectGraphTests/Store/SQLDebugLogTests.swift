@@ -1,7 +1,8 @@
 import Foundation
 import Logging
 import Testing
-@testable import ObjectGraph
+import ObjectGraph
+@testable import ObjectGraphCore
 
 /// A swift-log handler that keeps every message.
 struct CapturingLogHandler: LogHandler {

@@ -1,7 +1,8 @@
 import Foundation
 import GRDB
 import Testing
-@testable import ObjectGraph
+import ObjectGraph
+@testable import ObjectGraphCore
 
 /// Refusing a file never changes it: a store that cannot be opened is left byte for byte as it
 /// was, with no journal or shared-memory file left beside it.

@@ -1,7 +1,8 @@
 import Foundation
 import GRDB
 import Testing
-@testable import ObjectGraph
+import ObjectGraph
+@testable import ObjectGraphCore
 
 @Suite("Store tools: verify, vacuum, checkpoint")
 struct StoreToolsTests {

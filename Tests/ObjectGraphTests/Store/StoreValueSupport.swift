@@ -1,6 +1,7 @@
 import Foundation
 import Testing
-@testable import ObjectGraph
+import ObjectGraph
+@testable import ObjectGraphCore
 
 /// Every kind of store, the XML store included (the shared `StoreKind` leaves it out).
 enum EveryStore: String, CaseIterable, CustomTestStringConvertible, Sendable {

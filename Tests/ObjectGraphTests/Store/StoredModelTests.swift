@@ -2,7 +2,8 @@ import Foundation
 import GRDB
 import Testing
 
-@testable import ObjectGraph
+import ObjectGraph
+@testable import ObjectGraphCore
 
 /// Every store records the model that wrote it: an SQLite store in `Z_MODELCACHE` (as Core Data
 /// does), an atomic store inside its file; `PersistentStore.storedModel(at:type:)` and

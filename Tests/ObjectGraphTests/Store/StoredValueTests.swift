@@ -1,7 +1,8 @@
 import Foundation
 import GRDB
 import Testing
-@testable import ObjectGraph
+import ObjectGraph
+@testable import ObjectGraphCore
 
 /// A value is stored exactly or refused at save with a validation error naming the entity and the
 /// attribute: never changed on the way to the file and back, never a crash.

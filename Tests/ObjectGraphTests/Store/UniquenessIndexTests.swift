@@ -2,7 +2,8 @@ import Foundation
 import GRDB
 import Testing
 
-@testable import ObjectGraph
+import ObjectGraph
+@testable import ObjectGraphCore
 
 /// Uniqueness constraints in the SQLite stores ObjectGraph creates are Core Data's UNIQUE indexes;
 /// what they refuse is still a constraint conflict for the merge policies.

@@ -1,5 +1,6 @@
 import Foundation
-@testable import ObjectGraph
+import ObjectGraph
+@testable import ObjectGraphCore
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Musl)

@@ -1,5 +1,6 @@
 import Foundation
-@testable import ObjectGraph
+import ObjectGraph
+@testable import ObjectGraphCore
 
 /// A thread-safe list of values, for recording what concurrent code did.
 final class Recorder<T: Sendable>: @unchecked Sendable {

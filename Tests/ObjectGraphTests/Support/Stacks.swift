@@ -1,6 +1,7 @@
 import Foundation
 import Testing
-@testable import ObjectGraph
+import ObjectGraph
+@testable import ObjectGraphCore
 
 /// The kinds of store every behaviour is tested on: every store type.
 enum StoreKind: String, CaseIterable, CustomTestStringConvertible, Sendable {
