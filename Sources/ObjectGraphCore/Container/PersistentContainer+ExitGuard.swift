@@ -14,7 +14,7 @@ extension PersistentContainer {
     /// // returning from main now waits for the imports above
     /// ```
     ///
-    /// It runs a ``shutdown(timeout:)-4799x`` from an `atexit` handler. When the time limit
+    /// It runs a ``shutdown(timeout:)-1wk1w`` from an `atexit` handler. When the time limit
     /// passes with work still running, it writes what was abandoned to standard error and the program
     /// exits; an SQLite save cut short is rolled back whole. The guard keeps the container alive
     /// until the program exits or ``stopsWaitingForSavesAtExit()`` is called. Calling it again

@@ -19,7 +19,7 @@ import ServiceLifecycle
 /// services that save through it: they stop taking requests first, and the container then waits
 /// for the saves they started.
 extension PersistentContainer: Service {
-    /// Waits for graceful shutdown (or cancellation), then runs ``shutdown(timeout:)-49wvc``
+    /// Waits for graceful shutdown (or cancellation), then runs ``shutdown(timeout:)-1mp4x``
     /// with ``shutdownTimeout``. Cancellation does not skip the drain: saves in flight are worth the wait.
     ///
     /// - Throws: ``PersistentContainerError/shutdownTimedOut`` when saves are still running when

@@ -48,7 +48,7 @@ extension PersistentContainer {
     /// try await container.shutdown(timeout: .seconds(10))
     /// ```
     ///
-    /// It behaves as the synchronous ``shutdown(timeout:)-4799x``; from the main actor it waits
+    /// It behaves as the synchronous ``shutdown(timeout:)-1wk1w``; from the main actor it waits
     /// for the view context's blocks too, since it leaves the main queue free while it waits.
     /// Cancelling the calling task does not cut the wait short: saves in flight are worth the wait.
     ///

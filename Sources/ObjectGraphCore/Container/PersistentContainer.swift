@@ -22,7 +22,7 @@ import Tracing
 ///
 /// The container knows the work in flight on the contexts it makes — ``viewContext``, the contexts
 /// of ``newBackgroundContext()`` and ``performBackgroundTask(_:)->()``:
-/// blocks submitted with `perform` and not yet finished, and saves under way. ``shutdown(timeout:)-4799x``
+/// blocks submitted with `perform` and not yet finished, and saves under way. ``shutdown(timeout:)-1wk1w``
 /// waits for that work and then closes the stores, so a program can stop without losing a save it
 /// started; ``waitsForSavesAtExit(timeout:)`` does the same when the program exits, and the
 /// container's `Service` conformance (swift-service-lifecycle) does it on SIGTERM. Contexts made
@@ -154,7 +154,7 @@ public final class PersistentContainer: Sendable, CustomStringConvertible {
     /// - Throws: the first failure, as ``PersistentStoreCoordinator/addPersistentStore(type:configuration:at:options:)``
     ///   reports it (``ObjectGraphError/incompatibleModel``, ``ObjectGraphError/notADatabase``,
     ///   ``ObjectGraphError/io``, ...); the stores added before it stay added, the ones after it are
-    ///   not tried. ``PersistentContainerError/shutDown`` after ``shutdown(timeout:)-4799x``.
+    ///   not tried. ``PersistentContainerError/shutDown`` after ``shutdown(timeout:)-1wk1w``.
     public func loadPersistentStores() throws {
         for description in persistentStoreDescriptions {
             try load(description)
@@ -266,7 +266,7 @@ public final class PersistentContainer: Sendable, CustomStringConvertible {
     /// }
     /// ```
     ///
-    /// It is a programmer error to call it after ``shutdown(timeout:)-4799x`` closed the stores:
+    /// It is a programmer error to call it after ``shutdown(timeout:)-1wk1w`` closed the stores:
     /// the process stops with a message naming the container.
     public func newBackgroundContext() -> ManagedObjectContext {
         guard let context = makeBackgroundContext() else {
@@ -285,7 +285,7 @@ public final class PersistentContainer: Sendable, CustomStringConvertible {
     /// }
     /// ```
     ///
-    /// It is a programmer error to call it after ``shutdown(timeout:)-4799x`` closed the stores:
+    /// It is a programmer error to call it after ``shutdown(timeout:)-1wk1w`` closed the stores:
     /// the process stops with a message naming the container (the `async` form throws instead).
     public func performBackgroundTask(_ block: @escaping @Sendable (ManagedObjectContext) -> Void) {
         let context = newBackgroundContext()

@@ -20,7 +20,7 @@ public struct PersistentContainerError: Error, Equatable, Hashable, Sendable, Cu
         init(_ rawValue: String) { self.rawValue = rawValue }
         public var description: String { rawValue }
 
-        /// The time limit of ``PersistentContainer/shutdown(timeout:)-4799x`` passed with work
+        /// The time limit of ``PersistentContainer/shutdown(timeout:)-1wk1w`` passed with work
         /// still running; the stores were left open so that it can finish.
         public static let shutdownTimedOut = Code("shutdownTimedOut")
         /// A synchronous shutdown was called on the main queue while blocks for the view context

@@ -69,7 +69,7 @@ extension ManagedObjectContext {
     /// result when the request has no batch size), for walking through many rows in bounded memory.
     /// Unsaved changes are not reflected (as with Core Data's batched fetches of saved rows).
     ///
-    /// - Throws: as ``fetch(_:)``.
+    /// - Throws: as ``fetch(_:)-(FetchRequest<T>)``.
     public func fetchBatched<T: ManagedObject>(_ request: FetchRequest<T>) throws -> BatchedFetchResults<T> {
         assertOnQueue("fetchBatched(_:)")
         let entity = try resolveEntity(request)

@@ -49,7 +49,7 @@ extension ManagedObjectContext {
 
     /// The number of objects a fetch request would return (honouring pending changes, limit and offset).
     ///
-    /// - Throws: as ``fetch(_:)``.
+    /// - Throws: as ``fetch(_:)-(FetchRequest<T>)``.
     public func count<T>(for request: FetchRequest<T>) throws -> Int {
         assertOnQueue("count(for:)")
         freezeConfiguration()

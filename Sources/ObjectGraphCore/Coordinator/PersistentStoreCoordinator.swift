@@ -68,6 +68,8 @@ public final class PersistentStoreCoordinator: Sendable, CustomStringConvertible
     /// Creates a coordinator for a model.
     ///
     /// - Parameters:
+    ///   - managedObjectModel: the model of every store added.
+    ///   - name: a name, for debugging, logs and the metrics' `coordinator` dimension.
     ///   - logger: receives what it logs (see ``logger``).
     ///   - metricsFactory: where its counters and timers go (``ObjectGraphMetric``); nil, the
     ///     default: the factory bootstrapped with `MetricsSystem.bootstrap`, if any, when the
@@ -101,6 +103,9 @@ public final class PersistentStoreCoordinator: Sendable, CustomStringConvertible
     /// ```
     ///
     /// - Parameters:
+    ///   - type: SQLite, in-memory, binary or XML.
+    ///   - configuration: the model configuration whose entities the store holds; nil for all.
+    ///   - url: the store's file; for an in-memory store, nil or any URL.
     ///   - options: ``PersistentStoreOption`` keys: durability (`synchronous` FULL by default, or NORMAL),
     ///     read-only, reader count, busy timeout.
     /// - Throws: ``ObjectGraphError/invalidModel`` when the model is invalid,

@@ -27,7 +27,7 @@ import Foundation
 /// so does every fetch that uses the predicate. Use ``parse(format:_:)`` to fail at once.
 /// Key names are checked when the predicate is used against an entity.
 ///
-/// A predicate nests at most ``PredicateLimits/maximumDepth`` (24) levels deep and compares with
+/// A predicate nests at most `maximumDepth` (24) levels deep and compares with
 /// at most 32,766 values outside long lists, whatever made it, so that no predicate can exhaust a
 /// thread's stack and every store answers it (see "Limits" in the Fetching article).
 public final class FetchPredicate: Sendable, Hashable, CustomStringConvertible {
@@ -210,7 +210,7 @@ public final class FetchPredicate: Sendable, Hashable, CustomStringConvertible {
     /// ```
     ///
     /// - Throws: ``ObjectGraphError/predicateSyntax``, whose `position` is the offset of the mistake
-    ///   (a format nested more than ``PredicateLimits/maximumDepth`` levels deep is one);
+    ///   (a format nested more than `maximumDepth` levels deep is one);
     ///   ``ObjectGraphError/invalidFetchRequest`` for a predicate made in code that nests too deeply,
     ///   or one that compares with more values than SQLite binds in a statement.
     public func validate() throws {

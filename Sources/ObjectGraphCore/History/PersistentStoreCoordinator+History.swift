@@ -112,7 +112,7 @@ extension PersistentStoreCoordinator {
     // MARK: - Consumers
 
     /// Records that the consumer `name` has read history up to `token` (registering it when new):
-    /// from then on, ``PersistentHistoryChangeRequest/deleteHistory(before:)`` keeps every
+    /// from then on, ``PersistentHistoryChangeRequest/deleteHistory(before:)-(PersistentHistoryToken?)`` keeps every
     /// transaction after it, so that one consumer's purge never expires another's token.
     /// ObjectGraph's own (Core Data has no registry).
     ///
@@ -122,7 +122,9 @@ extension PersistentStoreCoordinator {
     /// try coordinator.setHistoryToken(transactions.last?.token, forConsumer: "search-indexer")
     /// ```
     ///
-    /// - Parameter token: what the consumer has read; nil for nothing yet (everything is kept).
+    /// - Parameters:
+    ///   - token: what the consumer has read; nil for nothing yet (everything is kept).
+    ///   - name: the consumer's name, unique among the store's consumers.
     /// - Throws: ``ObjectGraphError/unsupported`` when no store keeps history; store errors.
     public func setHistoryToken(_ token: PersistentHistoryToken?, forConsumer name: String) throws {
         let stores = historyStores(nil)

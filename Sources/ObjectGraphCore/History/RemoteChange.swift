@@ -10,7 +10,7 @@ extension Notification.Name {
 }
 
 /// One commit to a store, heard by its coordinator (ObjectGraph's own form of
-/// ``Foundation/Notification/Name/persistentStoreRemoteChange``). See <doc:HistoryAndMultipleProcesses>.
+/// `Notification.Name.persistentStoreRemoteChange`). See <doc:HistoryAndMultipleProcesses>.
 public struct RemoteChange: Sendable, Hashable {
     /// The UUID of the store committed to.
     public let storeUUID: String

@@ -92,9 +92,13 @@ public final class EntityDescription: @unchecked Sendable, Hashable, CustomStrin
     /// Creates an entity.
     ///
     /// - Parameters:
+    ///   - name: the entity's name, unique in its model.
     ///   - managedObjectClass: the class of its objects, a subclass of `ManagedObject` with typed accessors.
     ///   - superentity: the name of the entity it inherits from.
     ///   - isAbstract: whether only sub-entities have instances.
+    ///   - properties: its attributes and relationships (not those it inherits).
+    ///   - uniquenessConstraints: sets of attribute names whose values no two objects share.
+    ///   - indexes: sets of attribute names an SQLite store keeps an index on.
     public init(
         name: String, managedObjectClass: ManagedObject.Type = ManagedObject.self, superentity: String? = nil,
         isAbstract: Bool = false, properties: [PropertyDescription], uniquenessConstraints: [[String]] = [],

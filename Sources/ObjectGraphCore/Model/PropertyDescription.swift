@@ -6,7 +6,7 @@ import Foundation
 
 /// A property of an entity: an attribute or a relationship (`NSPropertyDescription`).
 ///
-/// Build them with ``attribute(_:_:isOptional:defaultValue:isTransient:minimum:maximum:minimumLength:maximumLength:regularExpression:valueType:)``
+/// Build them with ``attribute(_:_:isOptional:defaultValue:isTransient:minimum:maximum:minimumLength:maximumLength:regularExpression:valueType:isIndexed:)``
 /// and ``relationship(_:destination:toMany:isOrdered:inverse:deleteRule:isOptional:minimumCount:maximumCount:)``:
 ///
 /// ```swift
@@ -90,10 +90,18 @@ public class PropertyDescription: @unchecked Sendable, CustomStringConvertible {
     /// An attribute.
     ///
     /// - Parameters:
-    ///   - minimum, maximum: bounds for a numeric or date attribute, checked at save.
-    ///   - minimumLength, maximumLength: bounds on a string's length (in characters), checked at save.
+    ///   - name: the attribute's name, a key of `value(forKey:)`.
+    ///   - type: how its values are stored.
+    ///   - isOptional: whether nil is valid at save.
+    ///   - defaultValue: the value of a new object.
+    ///   - isTransient: kept in objects, never written to a store.
+    ///   - minimum: the least value of a numeric or date attribute, checked at save.
+    ///   - maximum: the greatest value of a numeric or date attribute, checked at save.
+    ///   - minimumLength: the least length of a string (in characters), checked at save.
+    ///   - maximumLength: the greatest length of a string (in characters), checked at save.
     ///   - regularExpression: a pattern a string value must match entirely, checked at save.
     ///   - valueType: for a transformable attribute, the `Codable` type of its values.
+    ///   - isIndexed: whether an SQLite store keeps an index on it.
     public static func attribute(
         _ name: String, _ type: AttributeType, isOptional: Bool = true, defaultValue: (any Sendable)? = nil,
         isTransient: Bool = false, minimum: (any Sendable)? = nil, maximum: (any Sendable)? = nil,
@@ -223,10 +231,10 @@ public final class RelationshipDescription: PropertyDescription, @unchecked Send
     public let minCount: Int
     public let maxCount: Int
 
-    /// The destination entity, resolved when the model is built (`unowned`, like ``entity``: the
+    /// The destination entity, resolved when the model is built (`unowned`, like ``PropertyDescription/entity``: the
     /// model owns both entities).
     public internal(set) unowned(safe) var destinationEntity: EntityDescription?
-    /// The inverse relationship, resolved when the model is built (`unowned`, like ``entity``).
+    /// The inverse relationship, resolved when the model is built (`unowned`, like ``PropertyDescription/entity``).
     public internal(set) unowned(safe) var inverseRelationship: RelationshipDescription?
 
     public init(

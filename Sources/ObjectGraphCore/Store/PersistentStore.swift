@@ -42,7 +42,7 @@ public enum PersistentStoreOption {
     /// `ATRANSACTION` and `ACHANGE` tables), for ``PersistentHistoryChangeRequest``. SQLite stores
     /// only, as in Core Data. See <doc:HistoryAndMultipleProcesses>.
     public static let persistentHistoryTracking = "NSPersistentHistoryTrackingKey"
-    /// A `Bool`: post ``Foundation/Notification/Name/persistentStoreRemoteChange`` and yield on
+    /// A `Bool`: post `Notification.Name.persistentStoreRemoteChange` and yield on
     /// ``PersistentStoreCoordinator/remoteChanges`` for every commit to the store, by this
     /// coordinator, another one in this process or another process. SQLite stores only.
     public static let remoteChangeNotificationPost = "NSPersistentStoreRemoteChangeNotificationOptionKey"
