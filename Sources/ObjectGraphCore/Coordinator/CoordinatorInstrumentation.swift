@@ -103,7 +103,7 @@ public enum ObjectGraphMetric: String, CaseIterable, Sendable {
     case rowCacheHits = "objectgraph_row_cache_hits"
     /// Counter: faults the row cache could not fulfil.
     case rowCacheMisses = "objectgraph_row_cache_misses"
-    /// Counter: optimistic-locking conflicts a save met (each resolved by a merge policy or thrown).
+    /// Counter: optimistic-locking and uniqueness conflicts a save met (each resolved by a merge policy or thrown).
     case conflicts = "objectgraph_conflicts"
     /// Counter: rows inserted, updated or deleted by batch requests.
     case batchRows = "objectgraph_batch_rows"
