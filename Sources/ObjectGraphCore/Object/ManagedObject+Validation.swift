@@ -7,8 +7,16 @@ extension ManagedObject {
     func validateProperties() throws {
         var errors: [ObjectGraphError] = []
         for property in entity.properties {
-            do { try validate(property) } catch let error as ObjectGraphError {
+            do { try validate(property) } catch var error as ObjectGraphError {
+                // An app's `validateValue(_:forKey:)` may throw without saying which object it refused.
+                if error.entityName == nil { error.entityName = entity.name }
+                if error.key == nil { error.key = property.name }
+                if error.objectID == nil { error.objectID = objectID }
                 if error.underlyingErrors.isEmpty { errors.append(error) } else { errors += error.underlyingErrors }
+            } catch {
+                // Any other error an app's validation throws refuses the value too, and the object's
+                // other properties are still checked.
+                errors.append(failure(property, "\(error)"))
             }
         }
         if errors.count == 1 { throw errors[0] }

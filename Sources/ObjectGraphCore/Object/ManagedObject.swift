@@ -159,7 +159,10 @@ open class ManagedObject: Hashable, CustomStringConvertible {
 
     // MARK: - Validation hooks
 
-    /// Validates one value; the default accepts it. Throw an `ObjectGraphError` to refuse it.
+    /// Validates one value; the default accepts it. Throw to refuse it: an ``ObjectGraphError``
+    /// (`ObjectGraphError(.validation, "…")`; the save fills in the entity, key and object when it
+    /// does not name them), or any other error, which the save reports as a validation error of the
+    /// property. Every property is checked and every refusal reported.
     open func validateValue(_ value: Any?, forKey key: String) throws {}
     /// Validates the object before it is inserted into the store; the default checks every property.
     open func validateForInsert() throws { try validateProperties() }

@@ -57,7 +57,9 @@ public struct ObjectGraphError: Error, Equatable, Hashable, Sendable, CustomStri
     /// For a merge conflict, each conflicting object with its in-memory, cached and persisted values.
     public var conflicts: [MergeConflict] = []
 
-    init(
+    /// An error of a kind, with a message that says what went wrong, for an app's own validation
+    /// (``ManagedObject/validateValue(_:forKey:)``) or its own store code.
+    public init(
         _ code: Code, _ message: String, entityName: String? = nil, key: String? = nil,
         objectID: ManagedObjectID? = nil, url: URL? = nil, position: Int? = nil,
         underlyingErrors: [ObjectGraphError] = []
