@@ -183,7 +183,17 @@ extension ManagedObjectContext {
             }
             if !wanted.isEmpty {
                 // Read now, not from the row cache: another coordinator or process may have written them.
-                let found = (try? store.snapshots(for: Array(wanted), maximumAge: 0, leasing: false, requester: self).snapshots) ?? [:]
+                let found: [ManagedObjectID: Snapshot]
+                do {
+                    found = try store.snapshots(for: Array(wanted), maximumAge: 0, leasing: false, requester: self).snapshots
+                } catch {
+                    // The merge goes on without the rows: the objects keep the values they had, and
+                    // the app is told (a refresh or the next merge reads them again).
+                    found = [:]
+                    persistentStoreCoordinator?.logger.warning(
+                        "merge into '\(debugName)': the changed objects could not be read (\(error)); \(wanted.count) keep their previous values",
+                        metadata: ["coordinator": "\(persistentStoreCoordinator?.name ?? "unnamed")"])
+                }
                 changes = SaveChanges(
                     inserted: changes.insertedObjectIDs, updated: changes.updatedObjectIDs, deleted: changes.deletedObjectIDs,
                     changedKeys: changes.changedKeys, snapshots: changes.snapshots.merging(found) { mine, _ in mine }, source: store)

@@ -230,3 +230,27 @@ struct InstrumentationTests {
         #expect(box.messages.contains { $0 == "info migrated \(url.path)" })
     }
 }
+
+@Suite("A merge that cannot read the store")
+struct MergeReadFailureTests {
+    @Test func theObjectsKeepTheirValuesAndTheFailureIsLogged() throws {
+        let box = CapturingLogHandler.Box()
+        let directory = TemporaryDirectory()
+        let url = directory.file("broken.sqlite")
+        let coordinator = PersistentStoreCoordinator(
+            managedObjectModel: TestModels.notes(), name: "broken", logger: Logger(label: "objectgraph") { _ in CapturingLogHandler(box: box) })
+        try coordinator.addPersistentStore(type: .sqlite, at: url)
+        let context = ManagedObjectContext(concurrencyType: .confinement)
+        context.name = "reader"
+        context.persistentStoreCoordinator = coordinator
+        let note = context.insert("Note", ["title": "Kept"])
+        try context.save()
+        // The store's file is replaced by bytes that are not a database: every read now fails.
+        for suffix in ["-wal", "-shm"] { try? FileManager.default.removeItem(atPath: url.path + suffix) }
+        try Data(repeating: 0x5A, count: 65_536).write(to: url)
+        context.mergeChanges(ManagedObjectContext.SaveChanges(insertedObjectIDs: [], updatedObjectIDs: [note.objectID], deletedObjectIDs: []))
+        #expect(note.value(forKey: "title") as? String == "Kept")
+        let warning = try #require(box.messages.first { $0.hasPrefix("warning merge into 'reader': the changed objects could not be read") })
+        #expect(warning.hasSuffix("1 keep their previous values"))
+    }
+}
