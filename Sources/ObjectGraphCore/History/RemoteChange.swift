@@ -112,7 +112,9 @@ extension PersistentStoreCoordinator {
             return mine
         }
         let foreign = (transactions ?? []).filter { !own.contains($0.transactionNumber) }
-        if transactions == nil { rowCache.removeAll() }
+        // A commit that cannot be named row by row — a store without history, or history purged
+        // before it was read (the watcher reports no transaction) — may have changed any row.
+        if transactions?.isEmpty ?? true { rowCache.removeAll() }
         if !foreign.isEmpty {
             var inserted = Set<ManagedObjectID>(), updated = Set<ManagedObjectID>(), deleted = Set<ManagedObjectID>()
             var keys: [ManagedObjectID: Set<String>] = [:]

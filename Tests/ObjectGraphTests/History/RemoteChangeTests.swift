@@ -1,4 +1,5 @@
 import Foundation
+import GRDB
 import Testing
 import ObjectGraph
 @testable import ObjectGraphCore
@@ -209,5 +210,37 @@ struct RemoteChangeStressTests {
         #expect(transactions.map(\.transactionNumber) == Array(1...total))
         #expect(transactions.filter { $0.author == "writer 0" }.count == saves)
         #expect(transactions.filter { $0.author == "writer 1" }.count == saves)
+    }
+}
+
+@Suite("Remote changes and the row cache")
+struct RemoteChangeRowCacheTests {
+    /// Another process commits a change and purges the history holding it before the watcher reads
+    /// it (one SQLite transaction, so the watcher cannot see one without the other): the change
+    /// cannot be named, so no cached row may be trusted.
+    @Test func aCommitWhoseHistoryWasPurgedEmptiesTheRowCache() throws {
+        let stack = try HistoryStack(remoteChanges: true)
+        let recorder = RemoteChangeRecorder(stack.coordinator)
+        let writer = stack.context("writer")
+        let tag = writer.insert("Tag", ["name": "before"])
+        try writer.save()
+        #expect(eventually { recorder.received.count == 1 })
+        let holder = stack.context("holder")
+        let held = holder.object(with: tag.objectID)
+        #expect(held.value(forKey: "name") as? String == "before")
+        #expect(stack.coordinator.statistics.rowCacheCount >= 1)
+
+        let queue = try DatabaseQueue(path: stack.url.path)
+        try queue.write { db in
+            try db.execute(sql: "UPDATE ZTAG SET ZNAME = 'after', Z_OPT = Z_OPT + 1 WHERE Z_PK = ?", arguments: [tag.objectID.primaryKey])
+            try db.execute(sql: "UPDATE Z_PRIMARYKEY SET Z_MAX = Z_MAX + 1 WHERE Z_ENT = \(SQLiteStore.transactionEntity)")
+            try db.execute(sql: "DELETE FROM ACHANGE")
+            try db.execute(sql: "DELETE FROM ATRANSACTION")
+        }
+        try queue.close()
+        #expect(eventually { recorder.received.count == 2 })
+        let reader = stack.context("reader")
+        #expect(reader.object(with: tag.objectID).value(forKey: "name") as? String == "after")
+        withExtendedLifetime(held) {}
     }
 }
