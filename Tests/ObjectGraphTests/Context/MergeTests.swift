@@ -282,6 +282,31 @@ struct MergeTests {
     }
 
     @Test(arguments: StoreKind.allCases)
+    func anUnrelatedObjectWithTheExistingRowsKeyDoesNotBlockTheUpsert(_ kind: StoreKind) throws {
+        // Keys are per table: the group saved with the duplicate gets key 1 in its own table, the
+        // key of the existing user in the users' table. That is no reason to refuse the upsert.
+        let model = ManagedObjectModel(entities: [
+            EntityDescription(
+                name: "User", properties: [.attribute("email", .string), .attribute("name", .string)],
+                uniquenessConstraints: [["email"]]),
+            EntityDescription(name: "Group", properties: [.attribute("title", .string)]),
+        ])
+        let stack = try TestStack(kind, model: model)
+        let context = stack.context()
+        let original = context.insert("User", ["email": "a@x", "name": "Old"])
+        try context.save()
+        let other = stack.context("other")
+        other.mergePolicy = .mergeByPropertyObjectTrump
+        let group = other.insert("Group", ["title": "first group"])
+        let duplicate = other.insert("User", ["email": "a@x", "name": "New"])
+        try other.save()
+        #expect(group.objectID.primaryKey == original.objectID.primaryKey)
+        #expect(duplicate.objectID == original.objectID)
+        let users = try stack.context("check").all("User")
+        #expect(users.map { $0.value(forKey: "name") as? String } == ["New"])
+    }
+
+    @Test(arguments: StoreKind.allCases)
     func duplicatesWithinOneSaveAreNeverMergedSilently(_ kind: StoreKind) throws {
         let stack = try TestStack(kind, model: Self.usersModel())
         let context = stack.context()

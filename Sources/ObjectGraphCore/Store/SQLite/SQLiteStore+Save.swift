@@ -378,11 +378,20 @@ extension SQLiteStore {
         }
     }
 
+    /// A row: its root entity's table and its key.
+    private struct RowKey: Hashable {
+        var root: ObjectIdentifier
+        var pk: Int64
+    }
+
     private func checkUniqueness(_ request: StoreSaveRequest, resolve: (ManagedObjectID) -> ManagedObjectID, store: PersistentStore, db: Database) throws {
         var errors: [ObjectGraphError] = []
         var conflicts: [ConstraintConflict] = []
-        var saved: Set<Int64> = []
-        for object in request.inserted + request.updated { if let pk = resolve(object.id).primaryKey { saved.insert(pk) } }
+        // The rows this save writes, by table (a key is unique in its root entity's table only).
+        var saved: Set<RowKey> = []
+        for object in request.inserted + request.updated {
+            if let pk = resolve(object.id).primaryKey { saved.insert(RowKey(root: ObjectIdentifier(object.entity.rootEntity), pk: pk)) }
+        }
         for object in request.inserted + request.updated {
             let id = resolve(object.id)
             for (_, e, attributes) in RelationalLayout.uniquenessConstraints(of: object.entity)
@@ -412,7 +421,7 @@ extension SQLiteStore {
                 errors.append(ObjectGraphError(
                     .constraintConflict, "Another \(e.name) already has \(described)",
                     entityName: e.name, key: attributes.map(\.name).joined(separator: ","), objectID: id))
-                let existing = saved.contains(otherKey)
+                let existing = saved.contains(RowKey(root: ObjectIdentifier(e.rootEntity), pk: otherKey))
                     ? nil : schema.entity(forNumber: otherCode).map { ManagedObjectID(entity: $0, store: store, primaryKey: otherKey) }
                 conflicts.append(ConstraintConflict(objectID: object.id, existing: existing))
             }
