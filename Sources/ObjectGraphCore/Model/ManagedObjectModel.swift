@@ -158,6 +158,7 @@ public final class ManagedObjectModel: @unchecked Sendable, CustomStringConverti
                 property.entity = entity
                 property.index = properties.count
                 properties.append(property)
+                if let attribute = property as? AttributeDescription { errors += attribute.ruleErrors(of: entity) }
             }
             entity.properties = properties
             entity.propertyNames = properties.map(\.name)

@@ -177,6 +177,21 @@ public final class AttributeDescription: PropertyDescription, @unchecked Sendabl
         super.init(name: name, isOptional: isOptional, isTransient: isTransient)
     }
 
+    /// What is wrong with the attribute's validation rules: a pattern that is not a regular
+    /// expression, a bound of a type the attribute cannot hold (either would never be checked).
+    func ruleErrors(of entity: EntityDescription) -> [ObjectGraphError] {
+        var errors: [ObjectGraphError] = []
+        func refuse(_ what: String) {
+            errors.append(ObjectGraphError(.invalidModel, "Attribute '\(entity.name).\(name)': \(what)", entityName: entity.name, key: name))
+        }
+        if let regularExpression, compiledRegularExpression == nil {
+            refuse("the pattern \(regularExpression.debugDescription) is not a regular expression")
+        }
+        if let minimum, minimumValue == nil { refuse("its minimum \(minimum) is not a value of its type, \(attributeType)") }
+        if let maximum, maximumValue == nil { refuse("its maximum \(maximum) is not a value of its type, \(attributeType)") }
+        return errors
+    }
+
     override func copy() -> PropertyDescription {
         let copy = AttributeDescription(
             name: name, attributeType: attributeType, isOptional: isOptional, defaultValue: defaultValue,

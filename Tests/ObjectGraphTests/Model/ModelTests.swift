@@ -5,6 +5,25 @@ import ObjectGraph
 
 @Suite("The model")
 struct ModelTests {
+    @Test func validationRulesThatCouldNeverBeCheckedAreRefused() throws {
+        let model = ManagedObjectModel(entities: [
+            EntityDescription(name: "Account", properties: [
+                .attribute("name", .string, regularExpression: "[a-z"),
+                .attribute("age", .integer16, minimum: "zero", maximum: Int64(150)),
+                .attribute("joined", .date, maximum: "tomorrow"),
+                .attribute("code", .string, regularExpression: "[A-Z]{3}"),
+            ])
+        ])
+        let error = try #require(throws: ObjectGraphError.self) { try model.validate() }
+        #expect(error.code == .invalidModel)
+        let messages = error.underlyingErrors.map(\.message)
+        #expect(messages.count == 3, "\(messages)")
+        #expect(messages.contains { $0.contains("Account.name") && $0.contains("\"[a-z\" is not a regular expression") })
+        #expect(messages.contains { $0.contains("Account.age") && $0.contains("minimum zero is not a value of its type, integer16") })
+        #expect(messages.contains { $0.contains("Account.joined") && $0.contains("maximum tomorrow") })
+        #expect(error.underlyingErrors.allSatisfy { $0.entityName == "Account" && $0.key != nil })
+    }
+
     @Test func resolvesDestinationsAndInversesWhenBuilt() throws {
         let model = TestModels.notes()
         try model.validate()
