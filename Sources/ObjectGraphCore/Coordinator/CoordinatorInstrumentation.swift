@@ -72,6 +72,9 @@ final class CoordinatorInstrumentation: Sendable {
     /// Whether an operation's duration is needed (for a timer or the slow-operation log).
     var measuresTime: Bool { metrics != nil || slowThreshold.load(ordering: .relaxed) > 0 }
 
+    /// Whether anything is measured, traced or logged as slow: when not, operations run bare.
+    var isOn: Bool { tracer != nil || measuresTime }
+
     /// Runs `body` in a span named `name` when tracing is on; `body` gets the span to annotate.
     @inline(__always)
     func span<T>(_ name: String, _ body: ((any Span)?) throws -> T) rethrows -> T {

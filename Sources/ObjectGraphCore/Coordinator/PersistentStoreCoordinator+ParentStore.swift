@@ -65,7 +65,7 @@ extension PersistentStoreCoordinator: ParentStore {
     /// A fetch or count, with its span, metrics and slow-operation log.
     @inline(__always)
     private func instrumented<T>(fetch request: StoreFetchRequest, counting: Bool, _ body: () throws -> T, rows: (T) -> Int) rethrows -> T {
-        guard instrumentation.metrics != nil || instrumentation.tracer != nil || instrumentation.measuresTime else { return try body() }
+        guard instrumentation.isOn else { return try body() }
         return try instrumentation.span(counting ? "ObjectGraph count" : "ObjectGraph fetch") { span in
             span?.attributes["objectgraph.entity"] = request.entity.name
             let result = try measured(\.fetchDuration, describe: { (result: T?) in
@@ -110,7 +110,7 @@ extension PersistentStoreCoordinator: ParentStore {
     }
 
     func save(_ request: ContextSaveRequest, requester: ManagedObjectContext) throws -> ContextSaveResult {
-        guard instrumentation.metrics != nil || instrumentation.tracer != nil || instrumentation.measuresTime else {
+        guard instrumentation.isOn else {
             return try write(request, requester: requester)
         }
         let (inserted, updated, deleted) = (request.inserted.count, request.updated.count, request.deleted.count)

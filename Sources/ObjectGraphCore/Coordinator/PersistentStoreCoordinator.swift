@@ -329,7 +329,7 @@ public final class PersistentStoreCoordinator: Sendable, CustomStringConvertible
     /// Snapshots of objects from the stores (of a pinned generation while one is reading), not
     /// registered in the row cache.
     func readSnapshots(_ ids: [ManagedObjectID]) throws -> [ManagedObjectID: Snapshot] {
-        guard instrumentation.metrics != nil || instrumentation.tracer != nil || instrumentation.measuresTime else {
+        guard instrumentation.isOn else {
             return try readSnapshotsFromStores(ids)
         }
         return try instrumentation.span("ObjectGraph fault") { span in
