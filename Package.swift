@@ -9,6 +9,7 @@ let package = Package(
         .library(name: "ObjectGraph", targets: ["ObjectGraph"]),
         .executable(name: "objectgraph", targets: ["objectgraph"]),
         .executable(name: "objectgraph-bench", targets: ["objectgraph-bench"]),
+        .executable(name: "objectgraph-fuzz", targets: ["objectgraph-fuzz"]),
     ],
     dependencies: [
         .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
@@ -57,6 +58,12 @@ let package = Package(
                 .product(name: "GRDBSQLite", package: "GRDB.swift"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
+        ),
+        // The libFuzzer targets (Scripts/fuzz builds them with -sanitize=fuzzer,address and
+        // -DOBJECTGRAPH_FUZZ); built plainly, a runner of their corpus and crash files.
+        .executableTarget(
+            name: "objectgraph-fuzz",
+            dependencies: ["ObjectGraph"]
         ),
         // The benchmark's metrics, sizes, cross-checks, statistics and report: a library so that tests can reach them.
         .target(
