@@ -1,8 +1,8 @@
 import Foundation
 
 #if OBJECTGRAPH_FUZZ
-// Built with `-sanitize=fuzzer` (Scripts/fuzz): libFuzzer's `main` calls this with each input; the
-// target is named by OBJECTGRAPH_FUZZ_TARGET.
+// Built with `-sanitize=fuzzer` (Scripts/fuzz): `main` hands the command line to libFuzzer, which
+// calls `LLVMFuzzerTestOneInput` with each input; the target is named by OBJECTGRAPH_FUZZ_TARGET.
 private let target: FuzzTarget = {
     let name = ProcessInfo.processInfo.environment["OBJECTGRAPH_FUZZ_TARGET"] ?? ""
     guard let target = FuzzTarget(rawValue: name) else {
@@ -17,6 +17,24 @@ public func fuzzTestOneInput(_ bytes: UnsafePointer<UInt8>?, _ count: Int) -> CI
     let data = bytes.map { Data(bytes: $0, count: count) } ?? Data()
     target.run(data)
     return 0
+}
+
+/// libFuzzer's driver (SwiftPM names an executable's entry point itself, so libFuzzer's own
+/// `main` is not the program's).
+@_silgen_name("LLVMFuzzerRunDriver")
+private func runFuzzerDriver(
+    _ argc: UnsafeMutablePointer<CInt>, _ argv: UnsafeMutablePointer<UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>>,
+    _ callback: @convention(c) (UnsafePointer<UInt8>?, Int) -> CInt
+) -> CInt
+
+@main
+struct FuzzCommand {
+    static func main() {
+        _ = target
+        var argc = CommandLine.argc
+        var argv = CommandLine.unsafeArgv
+        exit(runFuzzerDriver(&argc, &argv, fuzzTestOneInput))
+    }
 }
 #else
 /// Without the fuzzer: runs inputs through a target (the seed corpus or a crash file, as a

@@ -9,8 +9,10 @@ enum FuzzPredicate {
         let memory = PersistentStoreCoordinator(managedObjectModel: model)
         try! memory.addPersistentStore(type: .inMemory)
         let sqlite = PersistentStoreCoordinator(managedObjectModel: model)
+        let folder = FuzzScratch.directory.appendingPathComponent("predicate")
+        try! FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         try! sqlite.addPersistentStore(
-            type: .sqlite, at: FuzzScratch.directory.appendingPathComponent("predicate/store.sqlite"),
+            type: .sqlite, at: folder.appendingPathComponent("store.sqlite"),
             options: [PersistentStoreOption.maximumReaderCount: 1])
         for coordinator in [memory, sqlite] {
             let context = ManagedObjectContext(concurrencyType: .confinement)
@@ -23,8 +25,8 @@ enum FuzzPredicate {
 
     static func run(_ data: Data) {
         guard let format = String(data: data, encoding: .utf8) else { return }
-        guard let predicate = try? FetchPredicate.parse(format: format) else { return }
-        _ = try? FetchPredicate.parse(format: predicate.predicateFormat)
-        for coordinator in stores { try? FuzzReader.readEverything(coordinator, predicate: predicate) }
+        guard let predicate = attempt("parse", { try FetchPredicate.parse(format: format) }) else { return }
+        _ = attempt("parse again") { try FetchPredicate.parse(format: predicate.predicateFormat) }
+        for coordinator in stores { FuzzReader.readEverything(coordinator, entities: ["Item"], predicate: predicate) }
     }
 }

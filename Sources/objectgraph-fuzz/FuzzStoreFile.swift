@@ -9,9 +9,9 @@ enum FuzzStoreFile {
         let url = FuzzScratch.write(data, to: "store.\(type.rawValue)")
         let coordinator = PersistentStoreCoordinator(managedObjectModel: model)
         let options: [String: any Sendable] = type == .sqlite ? [PersistentStoreOption.maximumReaderCount: 1] : [:]
-        guard let store = try? coordinator.addPersistentStore(type: type, at: url, options: options) else { return }
-        try? FuzzReader.readEverything(coordinator)
-        try? coordinator.removePersistentStore(store)
+        guard let store = attempt("add", { try coordinator.addPersistentStore(type: type, at: url, options: options) }) else { return }
+        FuzzReader.readEverything(coordinator)
+        _ = attempt("remove") { try coordinator.removePersistentStore(store) }
     }
 }
 
@@ -20,15 +20,15 @@ enum FuzzModelFile {
     static func run(_ data: Data, name: String) {
         let url = FuzzScratch.write(data, to: name)
         let modelURL = name.hasSuffix("/contents") ? url.deletingLastPathComponent() : url
-        guard let model = try? ManagedObjectModel(contentsOf: modelURL) else { return }
+        guard let model = attempt("load", { try ManagedObjectModel(contentsOf: modelURL) }) else { return }
         _ = model.entityVersionHashesByName
         _ = model.validationErrors
         _ = model.unsupportedFeatures
         // A model that validates is one a store can be made with.
-        guard (try? model.validate()) != nil else { return }
+        guard attempt("validate", { try model.validate() }) != nil else { return }
         let coordinator = PersistentStoreCoordinator(managedObjectModel: model)
-        guard let store = try? coordinator.addPersistentStore(type: .inMemory) else { return }
-        try? FuzzReader.readEverything(coordinator)
-        try? coordinator.removePersistentStore(store)
+        guard let store = attempt("add", { try coordinator.addPersistentStore(type: .inMemory) }) else { return }
+        FuzzReader.readEverything(coordinator)
+        _ = attempt("remove") { try coordinator.removePersistentStore(store) }
     }
 }

@@ -31,6 +31,17 @@ enum FuzzTarget: String, CaseIterable, Sendable {
     }
 }
 
+/// Runs `body`, whose thrown error is a correct answer to a bad input: with OBJECTGRAPH_FUZZ_VERBOSE
+/// set, the error is printed (to see how far the seeds get).
+func attempt<T>(_ what: String, _ body: () throws -> T) -> T? {
+    do { return try body() } catch {
+        if verbose { FileHandle.standardError.write(Data("\(what): \(error)\n".utf8)) }
+        return nil
+    }
+}
+
+private let verbose = ProcessInfo.processInfo.environment["OBJECTGRAPH_FUZZ_VERBOSE"] != nil
+
 /// The folder the targets write their files in: one per process, in memory when the system has
 /// `/dev/shm`.
 enum FuzzScratch {
@@ -55,13 +66,14 @@ enum FuzzScratch {
     }
 }
 
-/// Reads every object of every entity of a coordinator's stores, with their attributes and prefetched relationships.
+/// Reads every object of every entity of a coordinator's stores (or of the entities named), with
+/// their attributes and prefetched relationships; an entity that throws does not stop the others.
 enum FuzzReader {
-    static func readEverything(_ coordinator: PersistentStoreCoordinator, predicate: FetchPredicate? = nil) throws {
+    static func readEverything(_ coordinator: PersistentStoreCoordinator, entities names: [String]? = nil, predicate: FetchPredicate? = nil) {
         let context = ManagedObjectContext(concurrencyType: .confinement)
         context.persistentStoreCoordinator = coordinator
         context.shouldDeleteInaccessibleFaults = true
-        for entity in coordinator.managedObjectModel.entities {
+        for entity in coordinator.managedObjectModel.entities where names?.contains(entity.name) ?? true {
             let request = FetchRequest<ManagedObject>(entityName: entity.name)
             request.predicate = predicate
             request.returnsObjectsAsFaults = false
@@ -69,8 +81,8 @@ enum FuzzReader {
             if let first = entity.attributesByName.keys.sorted().first {
                 request.sortDescriptors = [FetchSortDescriptor(key: first)]
             }
-            let objects = try context.fetch(request)
-            _ = try context.count(for: request)
+            guard let objects = attempt("fetch \(entity.name)", { try context.fetch(request) }) else { continue }
+            _ = attempt("count \(entity.name)") { try context.count(for: request) }
             for object in objects {
                 for name in entity.attributesByName.keys { _ = object.value(forKey: name) }
             }
