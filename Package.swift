@@ -2,6 +2,11 @@
 import CompilerPluginSupport
 import PackageDescription
 
+/// Scripts/fuzz builds with OBJECTGRAPH_FUZZ=1: ObjectGraph and objectgraph-fuzz are then
+/// instrumented for libFuzzer with the address sanitizer (the macro and the dependencies are not).
+let fuzzing = Context.environment["OBJECTGRAPH_FUZZ"] == "1"
+let fuzzSwiftSettings: [SwiftSetting] = fuzzing ? [.unsafeFlags(["-sanitize=fuzzer,address"]), .define("OBJECTGRAPH_FUZZ")] : []
+
 let package = Package(
     name: "ObjectGraph",
     platforms: [.macOS(.v15), .iOS(.v18), .tvOS(.v18), .watchOS(.v11), .visionOS(.v2)],
@@ -27,7 +32,8 @@ let package = Package(
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Logging", package: "swift-log"),
                 "ObjectGraphMacros",
-            ]
+            ],
+            swiftSettings: fuzzSwiftSettings
         ),
         .macro(
             name: "ObjectGraphMacros",
@@ -59,11 +65,13 @@ let package = Package(
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
-        // The libFuzzer targets (Scripts/fuzz builds them with -sanitize=fuzzer,address and
-        // -DOBJECTGRAPH_FUZZ); built plainly, a runner of their corpus and crash files.
+        // The libFuzzer targets (Scripts/fuzz, with OBJECTGRAPH_FUZZ=1); built plainly, a runner
+        // of their corpus and crash files.
         .executableTarget(
             name: "objectgraph-fuzz",
-            dependencies: ["ObjectGraph"]
+            dependencies: ["ObjectGraph"],
+            swiftSettings: fuzzSwiftSettings,
+            linkerSettings: fuzzing ? [.unsafeFlags(["-sanitize=fuzzer,address"])] : []
         ),
         // The benchmark's metrics, sizes, cross-checks, statistics and report: a library so that tests can reach them.
         .target(

@@ -1,8 +1,8 @@
 import Foundation
 
 #if OBJECTGRAPH_FUZZ
-// Built with `-sanitize=fuzzer` (Scripts/fuzz): `main` hands the command line to libFuzzer, which
-// calls `LLVMFuzzerTestOneInput` with each input; the target is named by OBJECTGRAPH_FUZZ_TARGET.
+// Built for libFuzzer (Scripts/fuzz, OBJECTGRAPH_FUZZ=1): `main` hands the command line to
+// libFuzzer, which calls `LLVMFuzzerTestOneInput` with each input; the target is named by OBJECTGRAPH_FUZZ_TARGET.
 private let target: FuzzTarget = {
     let name = ProcessInfo.processInfo.environment["OBJECTGRAPH_FUZZ_TARGET"] ?? ""
     guard let target = FuzzTarget(rawValue: name) else {
