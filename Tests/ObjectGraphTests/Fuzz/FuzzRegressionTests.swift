@@ -45,6 +45,44 @@ struct FuzzRegressionTests {
         }
     }
 
+    /// sqlite-open: a damaged store whose table had lost its INTEGER PRIMARY KEY (so Z_PK could be
+    /// NULL) stopped the program (GRDB's non-throwing decoding) when a to-many relationship's
+    /// destinations were read. The fetch now throws, naming the store.
+    @Test func aFetchThatReadsANullPrimaryKeyThrows() throws {
+        let directory = TemporaryDirectory()
+        let url = directory.file("notes.sqlite")
+        let model = TestModels.notes()
+        do {
+            let coordinator = PersistentStoreCoordinator(managedObjectModel: model)
+            let store = try coordinator.addPersistentStore(type: .sqlite, at: url)
+            let context = ManagedObjectContext(concurrencyType: .confinement)
+            context.persistentStoreCoordinator = coordinator
+            let folder = context.insert("Folder", ["name": "Inbox"])
+            context.insert("Note", ["title": "one", "folder": folder])
+            try context.save()
+            try coordinator.removePersistentStore(store)
+        }
+        let queue = try DatabaseQueue(path: url.path)
+        try queue.write { db in
+            try db.execute(sql: """
+                ALTER TABLE ZNOTE RENAME TO damaged;
+                CREATE TABLE ZNOTE AS SELECT * FROM damaged;
+                UPDATE ZNOTE SET Z_PK = NULL
+                """)
+        }
+        try queue.close()
+
+        let coordinator = PersistentStoreCoordinator(managedObjectModel: model)
+        try coordinator.addPersistentStore(type: .sqlite, at: url)
+        let context = ManagedObjectContext(concurrencyType: .confinement)
+        context.persistentStoreCoordinator = coordinator
+        let request = FetchRequest<ManagedObject>(entityName: "Folder")
+        request.relationshipKeyPathsForPrefetching = ["notes"]
+        let error = try #require(throws: ObjectGraphError.self) { try context.fetch(request) }
+        #expect(error.code == .notADatabase)
+        #expect(error.message.contains(url.path), "\(error)")
+    }
+
     /// Damage the xml-store and binary-store targets found in a file whose model hash is right.
     enum AtomicDamage: String, CaseIterable, CustomTestStringConvertible, Sendable {
         /// A row's entity code is negative (it indexed the model's entities).
