@@ -120,7 +120,8 @@ extension ManagedObjectContext {
         guard !pending.isEmpty else { return }
         let sources = pending.map(\.objectID)
         let read = try parentStore.destinations(of: relationship, for: sources.map(canonical), requester: self)
-        let destinations = Dictionary(uniqueKeysWithValues: sources.map { ($0, read[canonical($0)] ?? []) })
+        // An object listed twice (a damaged store's table can hold one primary key twice) is read once.
+        let destinations = Dictionary(sources.map { ($0, read[canonical($0)] ?? []) }, uniquingKeysWith: { first, _ in first })
         let seen = destinationsSeenHere(of: relationship, stored: destinations, for: sources)
         for object in pending {
             object.relationshipValue(relationship).load(seen[object.objectID] ?? [])

@@ -83,6 +83,45 @@ struct FuzzRegressionTests {
         #expect(error.message.contains(url.path), "\(error)")
     }
 
+    /// sqlite-open: in a damaged store whose table holds one primary key twice, a fetch returns the
+    /// object twice, and prefetching its to-many relationship stopped the program (a dictionary
+    /// built with unique keys). The relationship is now read once for the object.
+    @Test func prefetchingForAnObjectFetchedTwiceReadsItsRelationshipOnce() throws {
+        let directory = TemporaryDirectory()
+        let url = directory.file("notes.sqlite")
+        let model = TestModels.notes()
+        do {
+            let coordinator = PersistentStoreCoordinator(managedObjectModel: model)
+            let store = try coordinator.addPersistentStore(type: .sqlite, at: url)
+            let context = ManagedObjectContext(concurrencyType: .confinement)
+            context.persistentStoreCoordinator = coordinator
+            let folder = context.insert("Folder", ["name": "Inbox"])
+            context.insert("Note", ["title": "one", "folder": folder])
+            try context.save()
+            try coordinator.removePersistentStore(store)
+        }
+        let queue = try DatabaseQueue(path: url.path)
+        try queue.write { db in
+            try db.execute(sql: """
+                ALTER TABLE ZFOLDER RENAME TO damaged;
+                CREATE TABLE ZFOLDER AS SELECT * FROM damaged;
+                INSERT INTO ZFOLDER SELECT * FROM damaged
+                """)
+        }
+        try queue.close()
+
+        let coordinator = PersistentStoreCoordinator(managedObjectModel: model)
+        try coordinator.addPersistentStore(type: .sqlite, at: url)
+        let context = ManagedObjectContext(concurrencyType: .confinement)
+        context.persistentStoreCoordinator = coordinator
+        let request = FetchRequest<ManagedObject>(entityName: "Folder")
+        request.relationshipKeyPathsForPrefetching = ["notes"]
+        let folders = try context.fetch(request)
+        #expect(Set(folders.map(\.objectID)).count == 1)
+        let notes = try #require(folders.first?.value(forKey: "notes") as? Set<ManagedObject>)
+        #expect(notes.map { $0.value(forKey: "title") as? String } == ["one"])
+    }
+
     /// Damage the xml-store and binary-store targets found in a file whose model hash is right.
     enum AtomicDamage: String, CaseIterable, CustomTestStringConvertible, Sendable {
         /// A row's entity code is negative (it indexed the model's entities).
