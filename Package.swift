@@ -2,6 +2,11 @@
 import CompilerPluginSupport
 import PackageDescription
 
+/// Scripts/fuzz builds with OBJECTGRAPH_FUZZ=1: ObjectGraphCore and objectgraph-fuzz are then
+/// instrumented for libFuzzer with the address sanitizer (the macro and the dependencies are not).
+let fuzzing = Context.environment["OBJECTGRAPH_FUZZ"] == "1"
+let fuzzSwiftSettings: [SwiftSetting] = fuzzing ? [.unsafeFlags(["-sanitize=fuzzer,address"]), .define("OBJECTGRAPH_FUZZ")] : []
+
 let package = Package(
     name: "ObjectGraph",
     platforms: [.macOS(.v15), .iOS(.v18), .tvOS(.v18), .watchOS(.v11), .visionOS(.v2)],
@@ -11,6 +16,7 @@ let package = Package(
         .library(name: "ObjectGraphCore", targets: ["ObjectGraphCore"]),
         .executable(name: "objectgraph", targets: ["objectgraph"]),
         .executable(name: "objectgraph-bench", targets: ["objectgraph-bench"]),
+        .executable(name: "objectgraph-fuzz", targets: ["objectgraph-fuzz"]),
     ],
     dependencies: [
         .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
@@ -34,7 +40,8 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "Tracing", package: "swift-distributed-tracing"),
-            ]
+            ],
+            swiftSettings: fuzzSwiftSettings
         ),
         // What apps import: the core, re-exported, and the macros (@Managed, @Attribute, ...).
         .target(
@@ -71,6 +78,14 @@ let package = Package(
                 .product(name: "GRDBSQLite", package: "GRDB.swift"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
+        ),
+        // The libFuzzer targets (Scripts/fuzz, with OBJECTGRAPH_FUZZ=1); built plainly, a runner
+        // of their corpus and crash files.
+        .executableTarget(
+            name: "objectgraph-fuzz",
+            dependencies: ["ObjectGraphCore"],
+            swiftSettings: fuzzSwiftSettings,
+            linkerSettings: fuzzing ? [.unsafeFlags(["-sanitize=fuzzer,address"])] : []
         ),
         // The benchmark's metrics, sizes, cross-checks, statistics and report: a library so that tests can reach them.
         .target(

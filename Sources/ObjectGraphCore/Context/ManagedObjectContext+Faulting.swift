@@ -18,14 +18,21 @@ extension ManagedObjectContext {
     }
 
     /// Fills several faults with one read of the parent store (the row cache, then the stores, at
-    /// the root; the parent's view for a child).
+    /// the root; the parent's view for a child). A fault fired by an accessor cannot throw: a store
+    /// that fails to read stops the program.
     func fulfillFaults(_ objects: [ManagedObject]) {
+        do { try fillFaults(objects) } catch {
+            let count = objects.filter { $0.isFault && $0.managedObjectContext === self }.count
+            fatalError("ObjectGraph: could not fulfil \(count) fault\(count == 1 ? "" : "s") in context '\(debugName)': \(error)")
+        }
+    }
+
+    /// Fills several faults as ``fulfillFaults(_:)`` does, throwing what the parent store throws
+    /// (for a fetch, which throws it to its caller).
+    func fillFaults(_ objects: [ManagedObject]) throws {
         let faults = objects.filter { $0.isFault && $0.managedObjectContext === self }
         if faults.isEmpty { return }
-        let viewed: ViewedSnapshots
-        do { viewed = try readSnapshots(faults.map(\.objectID)) } catch {
-            fatalError("ObjectGraph: could not fulfil \(faults.count) fault\(faults.count == 1 ? "" : "s") in context '\(debugName)': \(error)")
-        }
+        let viewed = try readSnapshots(faults.map(\.objectID))
         for object in faults {
             if let snapshot = viewed.snapshots[object.objectID] {
                 materialize(object, snapshot, holdsRowCache: viewed.leases?.claim(object.objectID) ?? false)
@@ -93,6 +100,14 @@ extension ManagedObjectContext {
 
     /// Loads a to-many relationship of several objects with one read of the parent store.
     func loadToMany(_ relationship: RelationshipDescription, of objects: [ManagedObject]) {
+        do { try readToMany(relationship, of: objects) } catch {
+            fatalError("ObjectGraph: could not read \(relationship.entity?.name ?? "").\(relationship.name) in context '\(debugName)': \(error)")
+        }
+    }
+
+    /// Loads a to-many relationship as ``loadToMany(_:of:)`` does, throwing what the parent store
+    /// throws (for a fetch's prefetching, which throws it to its caller).
+    func readToMany(_ relationship: RelationshipDescription, of objects: [ManagedObject]) throws {
         // Only objects inserted here have no destinations outside (a child's objects with
         // temporary IDs may be its ancestors' inserted objects).
         let pending = objects.filter { object in
@@ -104,13 +119,9 @@ extension ManagedObjectContext {
         }
         guard !pending.isEmpty else { return }
         let sources = pending.map(\.objectID)
-        let destinations: [ManagedObjectID: [ManagedObjectID]]
-        do {
-            let read = try parentStore.destinations(of: relationship, for: sources.map(canonical), requester: self)
-            destinations = Dictionary(uniqueKeysWithValues: sources.map { ($0, read[canonical($0)] ?? []) })
-        } catch {
-            fatalError("ObjectGraph: could not read \(relationship.entity?.name ?? "").\(relationship.name) in context '\(debugName)': \(error)")
-        }
+        let read = try parentStore.destinations(of: relationship, for: sources.map(canonical), requester: self)
+        // An object listed twice (a damaged store's table can hold one primary key twice) is read once.
+        let destinations = Dictionary(sources.map { ($0, read[canonical($0)] ?? []) }, uniquingKeysWith: { first, _ in first })
         let seen = destinationsSeenHere(of: relationship, stored: destinations, for: sources)
         for object in pending {
             object.relationshipValue(relationship).load(seen[object.objectID] ?? [])

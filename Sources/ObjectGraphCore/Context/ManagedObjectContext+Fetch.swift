@@ -153,7 +153,7 @@ extension ManagedObjectContext {
         // Unordered: objects here, sorted and paged in memory.
         var objects = register(fetched.rows, asFaults: false, leases: fetched.leases)
         if !sorts.isEmpty {
-            fulfillFaults(objects)
+            try fillFaults(objects)
             objects = try FetchSortDescriptor.sorted(objects, by: sorts, subject: { $0 })
         }
         var matched = objects.map { (id: $0.objectID, object: Optional($0)) }
@@ -250,7 +250,7 @@ extension ManagedObjectContext {
         for keyPath in keyPaths {
             var level = objects
             for name in keyPath.split(separator: ".").map(String.init) {
-                fulfillFaults(level)
+                try fillFaults(level)
                 var next: [ManagedObject] = []
                 var seen: Set<ObjectIdentifier> = []
                 var byEntity: [ObjectIdentifier: (RelationshipDescription, [ManagedObject])] = [:]
@@ -264,7 +264,7 @@ extension ManagedObjectContext {
                 }
                 for (relationship, sources) in byEntity.values {
                     if relationship.isToMany {
-                        loadToMany(relationship, of: sources)
+                        try readToMany(relationship, of: sources)
                         for source in sources {
                             for id in source.relationshipValue(relationship).ids {
                                 let destination = object(with: id)
@@ -279,7 +279,7 @@ extension ManagedObjectContext {
                         }
                     }
                 }
-                fulfillFaults(next)
+                try fillFaults(next)
                 // Prefetched rows stay in the row cache while the context lives (until reset), so
                 // the objects can be dropped and faulted again without going back to the store.
                 let ids = next.filter { !$0.isFault && $0.state.holdsRowCache }.map(\.objectID)

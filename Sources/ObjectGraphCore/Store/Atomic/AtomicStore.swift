@@ -63,6 +63,11 @@ final class AtomicStore: StoreBackend {
                     "The store at \(url.path) was written with another model (version hash \(file.modelHash), this model's is \(model.versionHash))",
                     url: url)
             }
+            if let problem = file.problem(with: model) {
+                throw ObjectGraphError(
+                    .notADatabase, "The file at \(url.path) is not a readable ObjectGraph \(type) store (\(problem)); it was left as it was",
+                    url: url)
+            }
             var keys = InMemoryState()
             for i in stride(from: 0, to: file.maxKeys.count - 1, by: 2) { keys.maxKeys[Int(file.maxKeys[i])] = file.maxKeys[i + 1] }
             memory = InMemoryStore(model: model, identifier: file.identifier, state: keys, type: type)
@@ -305,6 +310,32 @@ struct AtomicFile: Codable {
         case .url(let v): .url(v.absoluteString)
         case .objectID(let id): .object(entity: id.entity.entityCode, key: id.primaryKey ?? -1)
         }
+    }
+
+    /// What in the file's rows does not fit `model`, the model it was written with (an entity code
+    /// that names no entity, a row with more or fewer cells than its columns), or nil. The rows are
+    /// installed on first use, by ``state(model:store:)``, which relies on them fitting.
+    func problem(with model: ManagedObjectModel) -> String? {
+        let entities = model.entitiesByCode
+        func names(_ code: Int) -> Bool { entities.indices.contains(code) }
+        for row in rows {
+            guard names(row.entity) else { return "row \(row.key) has the entity code \(row.entity), which names no entity" }
+            let entity = entities[row.entity]
+            let expected = columns?[entity.name]?.count ?? entity.properties.count
+            guard row.values.count == expected else {
+                return "row \(row.key) of \(entity.name) has \(row.values.count) cells for \(expected) columns"
+            }
+            for case .object(let code, _) in row.values where !names(code) {
+                return "row \(row.key) of \(entity.name) refers to the entity code \(code), which names no entity"
+            }
+        }
+        for join in joins where !names(join.sourceEntity) || !names(join.destinationEntity) {
+            return "a row of the join table \(join.table) has the entity codes \(join.sourceEntity) and \(join.destinationEntity), and one names no entity"
+        }
+        for order in orders where !names(order.entity) {
+            return "the order of \(order.relationship) has the entity code \(order.entity), which names no entity"
+        }
+        return nil
     }
 
     /// The rows, with object IDs bound to `store`.

@@ -149,9 +149,10 @@ extension SQLiteStore {
                 count()
                 let cursor = try Row.fetchCursor(db, sql: sql, arguments: StatementArguments(chunk))
                 while let row = try cursor.next() {
-                    let sourceKey: Int64 = row[0]
-                    let destinationKey: Int64 = row[1]
-                    let code: Int = row[2]
+                    // Decoded with errors: a damaged store can hold a NULL or a text where a key belongs.
+                    let sourceKey = try row.decode(Int64.self, atIndex: 0)
+                    let destinationKey = try row.decode(Int64.self, atIndex: 1)
+                    let code = try row.decode(Int.self, atIndex: 2)
                     guard let source = bySource[sourceKey] else { continue }
                     let entity = schema.entity(forNumber: code) ?? destination
                     result[source, default: []].append(ManagedObjectID(entity: entity, store: store, primaryKey: destinationKey))

@@ -191,6 +191,9 @@ final class SQLiteStore: StoreBackend {
     /// Turns a GRDB or SQLite error into an ObjectGraphError that says what and where.
     static func translate(_ error: any Error, url: URL, while doing: String) -> any Error {
         if error is ObjectGraphError || error is VersionConflictError || error is ConstraintConflictError { return error }
+        if let decoding = error as? RowDecodingError {
+            return ObjectGraphError(.notADatabase, "The store at \(url.path) holds a value of the wrong type (\(decoding)) while \(doing)", url: url)
+        }
         guard let dbError = error as? DatabaseError else { return error }
         let path = url.path
         let detail = dbError.message ?? "\(dbError.resultCode)"

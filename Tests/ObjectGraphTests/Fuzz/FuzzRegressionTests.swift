@@ -1,0 +1,203 @@
+import Foundation
+import GRDB
+import Testing
+import ObjectGraph
+@testable import ObjectGraphCore
+
+/// Inputs the fuzz targets (Sources/objectgraph-fuzz, Scripts/fuzz) found to crash ObjectGraph:
+/// each must now be refused with an error, or read, without stopping the program.
+@Suite("Inputs found by fuzzing are refused with an error")
+struct FuzzRegressionTests {
+    /// sqlite-open: in a damaged store whose objects fetch but whose many-to-many join table
+    /// cannot be read ("database disk image is malformed"), a fetch prefetching the relationship
+    /// stopped the program (a fault's fatal error) instead of throwing.
+    @Test func aFetchThatCannotPrefetchAToManyRelationshipThrows() throws {
+        let directory = TemporaryDirectory()
+        let url = directory.file("notes.sqlite")
+        let model = TestModels.notes()
+        do {
+            let coordinator = PersistentStoreCoordinator(managedObjectModel: model)
+            let store = try coordinator.addPersistentStore(type: .sqlite, at: url)
+            let context = ManagedObjectContext(concurrencyType: .confinement)
+            context.persistentStoreCoordinator = coordinator
+            let tag = context.insert("Tag", ["name": "urgent"])
+            context.insert("Note", ["title": "one", "tags": Set([tag])])
+            try context.save()
+            try coordinator.removePersistentStore(store)
+        }
+        // The join table made unreadable, as the fuzzer's damaged page made it.
+        let queue = try DatabaseQueue(path: url.path)
+        let joinTable = try #require(try queue.read { db in
+            try String.fetchOne(db, sql: "SELECT name FROM sqlite_master WHERE type = 'table' AND name LIKE 'Z\\_%TAGS' ESCAPE '\\'")
+        })
+        try queue.write { db in try db.execute(sql: "ALTER TABLE \(joinTable) RENAME TO damaged") }
+        try queue.close()
+
+        let coordinator = PersistentStoreCoordinator(managedObjectModel: model)
+        try coordinator.addPersistentStore(type: .sqlite, at: url)
+        for (entity, relationship) in [("Tag", "notes"), ("Note", "tags")] {
+            let context = ManagedObjectContext(concurrencyType: .confinement)
+            context.persistentStoreCoordinator = coordinator
+            let request = FetchRequest<ManagedObject>(entityName: entity)
+            request.relationshipKeyPathsForPrefetching = [relationship]
+            request.returnsObjectsAsFaults = false
+            let error = try #require(throws: ObjectGraphError.self) { try context.fetch(request) }
+            #expect(error.message.contains(joinTable), "\(error)")
+        }
+    }
+
+    /// sqlite-open: a damaged store whose table had lost its INTEGER PRIMARY KEY (so Z_PK could be
+    /// NULL) stopped the program (GRDB's non-throwing decoding) when a to-many relationship's
+    /// destinations were read. The fetch now throws, naming the store.
+    @Test func aFetchThatReadsANullPrimaryKeyThrows() throws {
+        let directory = TemporaryDirectory()
+        let url = directory.file("notes.sqlite")
+        let model = TestModels.notes()
+        do {
+            let coordinator = PersistentStoreCoordinator(managedObjectModel: model)
+            let store = try coordinator.addPersistentStore(type: .sqlite, at: url)
+            let context = ManagedObjectContext(concurrencyType: .confinement)
+            context.persistentStoreCoordinator = coordinator
+            let folder = context.insert("Folder", ["name": "Inbox"])
+            context.insert("Note", ["title": "one", "folder": folder])
+            try context.save()
+            try coordinator.removePersistentStore(store)
+        }
+        let queue = try DatabaseQueue(path: url.path)
+        try queue.write { db in
+            try db.execute(sql: """
+                ALTER TABLE ZNOTE RENAME TO damaged;
+                CREATE TABLE ZNOTE AS SELECT * FROM damaged;
+                UPDATE ZNOTE SET Z_PK = NULL
+                """)
+        }
+        try queue.close()
+
+        let coordinator = PersistentStoreCoordinator(managedObjectModel: model)
+        try coordinator.addPersistentStore(type: .sqlite, at: url)
+        let context = ManagedObjectContext(concurrencyType: .confinement)
+        context.persistentStoreCoordinator = coordinator
+        let request = FetchRequest<ManagedObject>(entityName: "Folder")
+        request.relationshipKeyPathsForPrefetching = ["notes"]
+        let error = try #require(throws: ObjectGraphError.self) { try context.fetch(request) }
+        #expect(error.code == .notADatabase)
+        #expect(error.message.contains(url.path), "\(error)")
+    }
+
+    /// sqlite-open: in a damaged store whose table holds one primary key twice, a fetch returns the
+    /// object twice, and prefetching its to-many relationship stopped the program (a dictionary
+    /// built with unique keys). The relationship is now read once for the object.
+    @Test func prefetchingForAnObjectFetchedTwiceReadsItsRelationshipOnce() throws {
+        let directory = TemporaryDirectory()
+        let url = directory.file("notes.sqlite")
+        let model = TestModels.notes()
+        do {
+            let coordinator = PersistentStoreCoordinator(managedObjectModel: model)
+            let store = try coordinator.addPersistentStore(type: .sqlite, at: url)
+            let context = ManagedObjectContext(concurrencyType: .confinement)
+            context.persistentStoreCoordinator = coordinator
+            let folder = context.insert("Folder", ["name": "Inbox"])
+            context.insert("Note", ["title": "one", "folder": folder])
+            try context.save()
+            try coordinator.removePersistentStore(store)
+        }
+        let queue = try DatabaseQueue(path: url.path)
+        try queue.write { db in
+            try db.execute(sql: """
+                ALTER TABLE ZFOLDER RENAME TO damaged;
+                CREATE TABLE ZFOLDER AS SELECT * FROM damaged;
+                INSERT INTO ZFOLDER SELECT * FROM damaged
+                """)
+        }
+        try queue.close()
+
+        let coordinator = PersistentStoreCoordinator(managedObjectModel: model)
+        try coordinator.addPersistentStore(type: .sqlite, at: url)
+        let context = ManagedObjectContext(concurrencyType: .confinement)
+        context.persistentStoreCoordinator = coordinator
+        let request = FetchRequest<ManagedObject>(entityName: "Folder")
+        request.relationshipKeyPathsForPrefetching = ["notes"]
+        let folders = try context.fetch(request)
+        #expect(Set(folders.map(\.objectID)).count == 1)
+        let notes = try #require(folders.first?.value(forKey: "notes") as? Set<ManagedObject>)
+        #expect(notes.map { $0.value(forKey: "title") as? String } == ["one"])
+    }
+
+    /// Damage the xml-store and binary-store targets found in a file whose model hash is right.
+    enum AtomicDamage: String, CaseIterable, CustomTestStringConvertible, Sendable {
+        /// A row's entity code is negative (it indexed the model's entities).
+        case negativeRowEntity
+        /// A to-one cell refers to an entity code beyond the model's.
+        case objectCellEntityOutOfRange
+        /// A row has fewer cells than its entity has columns.
+        case missingCells
+        /// A join-table row names an entity code beyond the model's.
+        case joinEntityOutOfRange
+
+        var testDescription: String { rawValue }
+        /// The message's words naming the damage.
+        var reason: String {
+            switch self {
+            case .negativeRowEntity: "entity code -1, which names no entity"
+            case .objectCellEntityOutOfRange: "refers to the entity code 99, which names no entity"
+            case .missingCells: "cells for"
+            case .joinEntityOutOfRange: "a row of the join table"
+            }
+        }
+
+        func apply(to file: inout [String: Any]) throws {
+            var rows = try #require(file["rows"] as? [[String: Any]])
+            switch self {
+            case .negativeRowEntity:
+                rows[0]["entity"] = -1
+            case .objectCellEntityOutOfRange:
+                let index = try #require(rows.firstIndex { row in (row["values"] as? [[String: Any]])?.contains { $0["object"] != nil } ?? false })
+                var values = try #require(rows[index]["values"] as? [[String: Any]])
+                let cell = try #require(values.firstIndex { $0["object"] != nil })
+                var object = try #require(values[cell]["object"] as? [String: Any])
+                object["entity"] = 99
+                values[cell]["object"] = object
+                rows[index]["values"] = values
+            case .missingCells:
+                rows[0]["values"] = try #require(rows[0]["values"] as? [Any]).dropLast().map { $0 }
+            case .joinEntityOutOfRange:
+                var joins = try #require(file["joins"] as? [[String: Any]])
+                try #require(!joins.isEmpty)
+                joins[0]["destinationEntity"] = 99
+                file["joins"] = joins
+            }
+            file["rows"] = rows
+        }
+    }
+
+    /// xml-store, binary-store: a store file with the right model hash whose rows name entity codes
+    /// the model does not have, or have too few cells, stopped the program (an index out of range)
+    /// when its rows were installed. It is now refused as not a store, naming the damage.
+    @Test(arguments: [StoreType.xml, .binary], AtomicDamage.allCases)
+    func anAtomicStoreWhoseRowsDoNotFitItsModelIsRefused(_ type: StoreType, _ damage: AtomicDamage) throws {
+        let directory = TemporaryDirectory()
+        let url = directory.file("notes.\(type.rawValue)")
+        let model = TestModels.notes()
+        do {
+            let coordinator = PersistentStoreCoordinator(managedObjectModel: model)
+            try coordinator.addPersistentStore(type: type, at: url)
+            let context = ManagedObjectContext(concurrencyType: .confinement)
+            context.persistentStoreCoordinator = coordinator
+            let folder = context.insert("Folder", ["name": "Inbox"])
+            let tag = context.insert("Tag", ["name": "urgent"])
+            context.insert("Note", ["title": "one", "folder": folder, "tags": Set([tag])])
+            try context.save()
+        }
+        var format = PropertyListSerialization.PropertyListFormat.xml
+        var file = try #require(try PropertyListSerialization.propertyList(from: Data(contentsOf: url), options: [], format: &format) as? [String: Any])
+        try damage.apply(to: &file)
+        let damaged = try PropertyListSerialization.data(fromPropertyList: file, format: format, options: 0)
+        try damaged.write(to: url)
+
+        let coordinator = PersistentStoreCoordinator(managedObjectModel: model)
+        let error = try #require(throws: ObjectGraphError.self) { try coordinator.addPersistentStore(type: type, at: url) }
+        #expect(error.code == .notADatabase)
+        #expect(error.message.contains(damage.reason), "\(error)")
+        #expect(try Data(contentsOf: url) == damaged)
+    }
+}
