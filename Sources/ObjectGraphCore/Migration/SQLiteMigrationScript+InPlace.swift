@@ -63,7 +63,7 @@ extension SQLiteMigrationScript {
                     conditions.append("Z_ENT IN (\(kinds.map { String(old.entityNumber(for: $0)) }.joined(separator: ", ")))")
                 }
                 let condition = conditions.isEmpty ? "" : " WHERE " + conditions.joined(separator: " AND ")
-                fills.append(Statement(sql: "UPDATE \(q(table)) SET \(q(column)) = ?\(condition)", arguments: [value.databaseValue]))
+                fills.append(Statement(sql: "UPDATE \(q(table)) SET \(q(column)) = ?\(condition)", arguments: [value]))
             }
             for entity in root.selfAndDescendants {
                 for property in entity.declaredProperties where !property.isTransient {

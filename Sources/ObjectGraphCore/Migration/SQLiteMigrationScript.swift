@@ -102,7 +102,14 @@ struct SQLiteFileState: Sendable {
 struct SQLiteMigrationScript: Sendable {
     struct Statement: Sendable {
         var sql: String
-        var arguments: [DatabaseValue] = []
+        var arguments: [Value] = []
+
+        /// The statement prepared, its arguments bound as a fetch binds them.
+        func prepared(in db: Database) throws -> GRDB.Statement {
+            let statement = try db.makeStatement(sql: sql)
+            statement.setArguments(arguments)
+            return statement
+        }
     }
 
     /// Queries whose result (a count) must be 0, each with the condition it checks.
@@ -199,8 +206,8 @@ struct SQLiteMigrationScript: Sendable {
                     "CASE o.Z_ENT " + mapped.map { "WHEN \(old.entityNumber(for: mapping.source(of: $0)!)) THEN \(new.entityNumber(for: $0))" }.joined(separator: " ") + " END",
                     "o.Z_OPT",
                 ]
-                var arguments: [DatabaseValue] = []
-                func add(_ column: String, _ expression: String, _ values: [DatabaseValue] = []) {
+                var arguments: [Value] = []
+                func add(_ column: String, _ expression: String, _ values: [Value] = []) {
                     guard !columns.contains(column) else { return }
                     columns.append(column)
                     expressions.append(expression)
@@ -221,12 +228,12 @@ struct SQLiteMigrationScript: Sendable {
                                     expression = "CAST(\(expression) AS REAL)"
                                 }
                                 if !attribute.isOptional && !fallback.isNull {
-                                    add(column, onlyFor("COALESCE(\(expression), ?)"), [fallback.databaseValue])
+                                    add(column, onlyFor("COALESCE(\(expression), ?)"), [fallback])
                                 } else {
                                     add(column, expression)
                                 }
                             } else if !fallback.isNull && !kinds.isEmpty {
-                                add(column, onlyFor("?"), [fallback.databaseValue])
+                                add(column, onlyFor("?"), [fallback])
                             }
                         } else if let relationship = property as? RelationshipDescription, !relationship.isToMany {
                             let column = new.columnName(for: relationship)
@@ -326,11 +333,11 @@ struct SQLiteMigrationScript: Sendable {
                 let oldMax = mapping.source(of: entity).flatMap { state.maxKeys[old.entityNumber(for: $0)] } ?? 0
                 statements.append(Statement(
                     sql: "INSERT INTO \(SQLiteSchema.primaryKeyTable) (Z_ENT, Z_NAME, Z_SUPER, Z_MAX) VALUES (?, ?, ?, MAX(?, (SELECT IFNULL(MAX(Z_PK), 0) FROM \(q(new.tableName(for: entity))))))",
-                    arguments: [number.databaseValue, name.databaseValue, superentity.databaseValue, max(oldMax, 0).databaseValue]))
+                    arguments: [.int(Int64(number)), .string(name), .int(Int64(superentity)), .int(Int64(max(oldMax, 0)))]))
             } else {
                 statements.append(Statement(
                     sql: "INSERT INTO \(SQLiteSchema.primaryKeyTable) (Z_ENT, Z_NAME, Z_SUPER, Z_MAX) VALUES (?, ?, ?, 0)",
-                    arguments: [number.databaseValue, name.databaseValue, superentity.databaseValue]))
+                    arguments: [.int(Int64(number)), .string(name), .int(Int64(superentity))]))
             }
         }
         // The metadata: the new model's hashes and checksum over the old keys (the UUID stays).
@@ -339,7 +346,7 @@ struct SQLiteMigrationScript: Sendable {
         let plist = (try? SQLiteStoreMetadata.encode(metadata)) ?? Data()
         statements.append(Statement(
             sql: "UPDATE \(SQLiteSchema.metadataTable) SET Z_PLIST = ? WHERE Z_VERSION = (SELECT MIN(Z_VERSION) FROM \(SQLiteSchema.metadataTable))",
-            arguments: [plist.databaseValue]))
+            arguments: [.data(plist)]))
         // The store records its new model, as Core Data caches it (the table is created for a
         // store written before stores recorded their model).
         if state.columns[SQLiteSchema.modelCacheTable] == nil {
@@ -349,7 +356,7 @@ struct SQLiteMigrationScript: Sendable {
         }
         if let cache = try? CompiledModelWriter.modelCacheContent(mapping.destination) {
             statements.append(Statement(
-                sql: "INSERT INTO \(SQLiteSchema.modelCacheTable) (Z_CONTENT) VALUES (?)", arguments: [cache.databaseValue]))
+                sql: "INSERT INTO \(SQLiteSchema.modelCacheTable) (Z_CONTENT) VALUES (?)", arguments: [.data(cache)]))
         }
     }
 
@@ -358,11 +365,11 @@ struct SQLiteMigrationScript: Sendable {
     /// - Throws: ``ObjectGraphError/migration`` for a failed check (nothing of this step was written).
     func run(in db: Database, url: URL, progress: (_ completed: Int, _ total: Int, _ statement: String) -> Void = { _, _, _ in }) throws {
         for (check, statement) in checks {
-            let count = try Int.fetchOne(db, sql: statement.sql, arguments: StatementArguments(statement.arguments)) ?? 0
+            let count = try Int.fetchOne(statement.prepared(in: db)) ?? 0
             if count > 0 { throw check.failure(count: count, url: url) }
         }
         for (i, statement) in statements.enumerated() {
-            try db.execute(sql: statement.sql, arguments: StatementArguments(statement.arguments))
+            try statement.prepared(in: db).execute()
             progress(i + 1, statements.count, statement.sql)
         }
     }
@@ -370,7 +377,7 @@ struct SQLiteMigrationScript: Sendable {
     /// The step's SQL as text, for plans (arguments shown after the statements that take them).
     var text: String {
         (checks.map { "-- must be 0: \($0.statement.sql)" } + statements.map { statement in
-            statement.arguments.isEmpty ? statement.sql + ";" : statement.sql + "; -- arguments: \(statement.arguments.map(\.description).joined(separator: ", "))"
+            statement.arguments.isEmpty ? statement.sql + ";" : statement.sql + "; -- arguments: \(statement.arguments.map(\.databaseValue.description).joined(separator: ", "))"
         }).joined(separator: "\n")
     }
 }

@@ -13,7 +13,7 @@ import GRDB
 /// let order = try builder.orderByClause(for: sortDescriptors)    // "t0."rank" DESC", or ""
 /// let sql = "SELECT t0.* FROM \"Note\" AS t0 \(builder.joinClause()) WHERE <restriction> AND (\(condition))"
 ///     + (order.isEmpty ? "" : " ORDER BY \(order)")
-/// // bind builder.arguments.map(\.databaseValue)
+/// // statement.setArguments(builder.arguments)
 /// ```
 ///
 /// Every user value is a bound `?` argument, in ``arguments``, in the order the `?` appear in

@@ -159,7 +159,7 @@ extension SQLiteStore {
         count()
         let statement = try db.makeStatement(sql: sql)
         // The predicate's arguments bound as a fetch binds them, the new values as a save stores them.
-        statement.setUncheckedArguments(StatementArguments((assigned + arguments).map(\.databaseValue)))
+        statement.setArguments(assigned + arguments)
         // The raw statement lives as long as `statement` (which finalizes it): keep it to the end.
         try withExtendedLifetime(statement) {
             let sqlite = statement.sqliteStatement
@@ -244,9 +244,9 @@ extension SQLiteStore {
         let ids = try selectIDs(fetch, store: store, db)
         guard !ids.isEmpty else { return ids }
         count()
-        try db.execute(
-            sql: "DELETE FROM \(SQLiteSchema.quote(schema.tableName(for: fetch.entity))) AS t0\(matching.sql)",
-            arguments: StatementArguments(matching.arguments.map(\.databaseValue)))
+        let delete = try db.makeStatement(sql: "DELETE FROM \(SQLiteSchema.quote(schema.tableName(for: fetch.entity))) AS t0\(matching.sql)")
+        delete.setArguments(matching.arguments)
+        try delete.execute()
         return ids
     }
 
@@ -353,7 +353,7 @@ extension SQLiteStore {
         count()
         // Read with the C API: two integer columns need no GRDB row per match.
         let select = try db.makeStatement(sql: statement.sql)
-        select.setUncheckedArguments(StatementArguments(statement.arguments.map(\.databaseValue)))
+        select.setArguments(statement.arguments)
         return try withExtendedLifetime(select) { try steppedIDs(select.sqliteStatement, store: store, db) }
     }
 

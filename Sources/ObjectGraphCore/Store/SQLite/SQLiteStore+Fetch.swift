@@ -6,12 +6,12 @@ import GRDBSQLite
 
 extension SQLiteStore {
     /// The statement for a fetch (or a count), from the one SELECT builder the tests check too.
-    private func select(_ request: StoreFetchRequest, columns: String, forCount: Bool = false) throws -> (sql: String, arguments: StatementArguments) {
+    private func select(_ request: StoreFetchRequest, columns: String, forCount: Bool = false) throws -> (sql: String, arguments: [Value]) {
         let statement = try SQLQueryBuilder.selectStatement(
             schema: schema, entity: request.entity, includesSubentities: request.includesSubentities, predicate: request.predicate,
             sortDescriptors: forCount ? [] : request.sortDescriptors, columns: columns,
             limit: forCount || request.fetchLimit <= 0 ? nil : request.fetchLimit, offset: forCount ? nil : request.fetchOffset)
-        return (statement.sql, StatementArguments(statement.arguments.map(\.databaseValue)))
+        return (statement.sql, statement.arguments)
     }
 
     func fetch(_ request: StoreFetchRequest, store: PersistentStore) throws -> [StoreRow] {
@@ -23,7 +23,7 @@ extension SQLiteStore {
             sqlLog?.logPlan(of: sql, arguments: arguments, db)
             count()
             let statement = try db.cachedStatement(sql: sql)
-            statement.setUncheckedArguments(arguments)
+            statement.setArguments(arguments)
             var rows: [StoreRow] = []
             let cursor = try Row.fetchCursor(statement)
             if request.includesPropertyValues {
@@ -48,7 +48,7 @@ extension SQLiteStore {
             sqlLog?.logPlan(of: sql, arguments: arguments, db)
             count()
             let statement = try db.cachedStatement(sql: sql)
-            statement.setUncheckedArguments(arguments)
+            statement.setArguments(arguments)
             let cursor = try Row.fetchCursor(statement)
             let sqlite = statement.sqliteStatement
             var keys: [Int64] = [], codes: [Int32] = []
@@ -73,7 +73,9 @@ extension SQLiteStore {
         return try readOne("counting \(request.entity.name)") { db in
             sqlLog?.logPlan(of: sql, arguments: arguments, db)
             count()
-            return try Int.fetchOne(db.cachedStatement(sql: sql), arguments: arguments) ?? 0
+            let statement = try db.cachedStatement(sql: sql)
+            statement.setArguments(arguments)
+            return try Int.fetchOne(statement) ?? 0
         }
     }
 

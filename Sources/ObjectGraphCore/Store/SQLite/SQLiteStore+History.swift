@@ -149,18 +149,22 @@ extension SQLiteStore {
         guard historyTracking else { return nil }
         var changes = changes
         if tombstoneSQL != nil {
-            var values: [String: [String: DatabaseValue]] = [:]  // "pk:rootCode" → name → value
-            for row in try Row.fetchAll(db, sql: "SELECT pk, ent, name, value FROM temp.og_tombstone") {
+            var values: [String: [String: Value]] = [:]  // "pk:rootCode" → name → value
+            // Values read as a fetch reads them (GRDB's rows would end a text at a U+0000 in it).
+            let statement = try db.makeStatement(sql: "SELECT pk, ent, name, value FROM temp.og_tombstone")
+            let cursor = try Row.fetchCursor(statement)
+            while let row = try cursor.next() {
                 let code: Int = row[1]
-                guard let entity = schema.entity(forNumber: code) else { continue }
-                values["\(row[0] as Int64):\(entity.rootEntity.entityCode)", default: [:]][row[2]] = row[3] as DatabaseValue
+                guard let entity = schema.entity(forNumber: code), let attribute = entity.attributesByName[row[2]] else { continue }
+                values["\(row[0] as Int64):\(entity.rootEntity.entityCode)", default: [:]][attribute.name] =
+                    Value(statement.sqliteStatement, column: 3, type: attribute.attributeType)
             }
             try db.execute(sql: "DELETE FROM temp.og_tombstone")
             for i in changes.indices where changes[i].type == .delete {
                 let id = changes[i].id
                 let preserved = Self.preservedAttributes(of: id.entity)
                 guard !preserved.isEmpty, let pk = id.primaryKey, let row = values["\(pk):\(id.entity.rootEntity.entityCode)"] else { continue }
-                changes[i].tombstone = preserved.map { Value(databaseValue: row[$0.name] ?? .null, type: $0.attributeType) }
+                changes[i].tombstone = preserved.map { row[$0.name] ?? .null }
             }
         }
         let number = try reserveHistoryKeys(Self.transactionEntity, 1, db)
@@ -308,9 +312,10 @@ extension SQLiteStore: HistoryBackend {
             let width = (0..<64).prefix { columns.contains("ZTOMBSTONE\($0)") }.count
             let tombstoneColumns = (0..<width).map { ", ZTOMBSTONE\($0)" }.joined()
             count()
-            let rows = try Row.fetchCursor(db, sql: """
+            let statement = try db.makeStatement(sql: """
                 SELECT Z_PK, ZCHANGETYPE, ZENTITY, ZENTITYPK, ZTRANSACTIONID, ZCOLUMNS\(tombstoneColumns) FROM ACHANGE WHERE ZTRANSACTIONID > ? ORDER BY Z_PK
-                """, arguments: [after])
+                """)
+            let rows = try Row.fetchCursor(statement, arguments: [after])
             while let row = try rows.next() {
                 guard let entity = schema.entity(forNumber: row[2]), let type = PersistentHistoryChangeType(rawValue: row[1]) else { continue }
                 let id = ManagedObjectID(entity: entity, store: store, primaryKey: row[3])
@@ -324,7 +329,8 @@ extension SQLiteStore: HistoryBackend {
                     if !preserved.isEmpty {
                         var values: [String: any Sendable] = [:]
                         for (i, attribute) in preserved.enumerated() where i < width {
-                            let value = Value(databaseValue: row[6 + i] as DatabaseValue, type: attribute.attributeType)
+                            // Read as a fetch reads it (GRDB's rows would end a text at a U+0000 in it).
+                            let value = Value(statement.sqliteStatement, column: CInt(6 + i), type: attribute.attributeType)
                             if let kept = value.publicValue(for: attribute.attributeType) { values[attribute.name] = kept }
                         }
                         tombstone = values

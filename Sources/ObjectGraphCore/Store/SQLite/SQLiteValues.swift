@@ -212,3 +212,15 @@ extension Value {
 
 /// SQLite's SQLITE_TRANSIENT: the library copies the bound bytes.
 let sqliteTransient = unsafeBitCast(OpaquePointer(bitPattern: -1), to: sqlite3_destructor_type.self)
+
+extension GRDB.Statement {
+    /// Binds the arguments of a predicate or a lookup (each as ``Value/databaseValue``), keeping
+    /// the whole of a string that holds U+0000: GRDB binds text as a C string, which ends there,
+    /// so `title == "a\0b"` would have matched the title "a".
+    func setArguments(_ values: [Value]) {
+        setUncheckedArguments(StatementArguments(values.map(\.databaseValue)))
+        for (i, value) in values.enumerated() {
+            if case .string(let text) = value, text.utf8.contains(0) { _ = value.bind(to: sqliteStatement, at: CInt(i + 1)) }
+        }
+    }
+}
