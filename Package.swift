@@ -26,6 +26,10 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-metrics", from: "2.13.0"),
         .package(url: "https://github.com/apple/swift-distributed-tracing", from: "1.7.3"),
         .package(url: "https://github.com/swiftlang/swift-syntax", from: "603.0.1"),
+        // The PostgreSQL store's driver (ObjectGraphPostgres), and the SwiftNIO parts it names itself.
+        .package(url: "https://github.com/vapor/postgres-nio", from: "1.33.2"),
+        .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
+        .package(url: "https://github.com/apple/swift-nio-ssl", from: "2.37.6"),
         // `swift package generate-documentation` (CI builds the docs); a plugin, not linked into anything.
         .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.5.0"),
     ],
@@ -42,6 +46,21 @@ let package = Package(
                 .product(name: "Tracing", package: "swift-distributed-tracing"),
             ],
             swiftSettings: fuzzSwiftSettings
+        ),
+        // The PostgreSQL store's connections, over PostgresNIO: the core finds it by name when a program
+        // links it, so the core and the `objectgraph` tool build no SwiftNIO. (ObjectGraph will link it
+        // when the PostgreSQL store lands; until then only the tests do.)
+        .target(
+            name: "ObjectGraphPostgres",
+            dependencies: [
+                "ObjectGraphCore",
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
         ),
         // What apps import: the core, re-exported, and the macros (@Managed, @Attribute, ...).
         .target(
@@ -97,6 +116,7 @@ let package = Package(
             dependencies: [
                 "ObjectGraph",
                 "ObjectGraphCore",
+                "ObjectGraphPostgres",
                 .product(name: "MetricsTestKit", package: "swift-metrics"),
                 .product(name: "InMemoryTracing", package: "swift-distributed-tracing"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),

@@ -1,0 +1,132 @@
+import Foundation
+import Logging
+
+// The PostgreSQL store speaks to its server through a driver: the protocols below, which the
+// module ObjectGraphPostgres implements over PostgresNIO. The core keeps the store's SQL and
+// rules and none of PostgresNIO (SwiftNIO, TLS and their C code), so a program that uses only
+// SQLite (the `objectgraph` tool among them) builds none of it. A program that links the driver
+// has it found by name (``PostgresDrivers/factory()``), as Core Data finds a store class.
+
+/// One value sent to or read from PostgreSQL: a parameter of a statement or a cell of a row.
+package enum PostgresValue: Sendable, Hashable, CustomStringConvertible {
+    case null
+    case bool(Bool)
+    /// `smallint`, `integer` and `bigint`.
+    case int(Int64)
+    /// `real` and `double precision` (NaN and the infinities included).
+    case double(Double)
+    /// `text`, `varchar`, `name`; `numeric` read as its text. PostgreSQL's text cannot hold U+0000.
+    case text(String)
+    /// `bytea`.
+    case bytes(Data)
+
+    package var description: String {
+        switch self {
+        case .null: "NULL"
+        case .bool(let v): v ? "true" : "false"
+        case .int(let v): String(v)
+        case .double(let v): String(v)
+        case .text(let v): "'\(v.replacingOccurrences(of: "'", with: "''"))'"
+        case .bytes(let v): "<\(v.count) bytes>"
+        }
+    }
+}
+
+/// An error the server or the connection reported.
+package struct PostgresDriverError: Error, Sendable, CustomStringConvertible {
+    package enum Kind: Sendable, Equatable {
+        /// The server refused a statement; `sqlState` says why (23505: a unique index; 40001: a
+        /// serialization failure; 40P01: a deadlock).
+        case server
+        /// The connection could not be made or was lost (the server stopped or restarted, the
+        /// network failed). What the statement did is unknown unless it ran in a transaction, which
+        /// the server then rolled back.
+        case connection
+        /// Anything else: a value of a type the driver does not read, a closed driver.
+        case other
+    }
+
+    package var kind: Kind
+    /// The SQLSTATE code of a server error.
+    package var sqlState: String?
+    package var message: String
+    /// The constraint a server error names (a unique index), if any.
+    package var constraint: String?
+
+    package init(kind: Kind, sqlState: String? = nil, message: String, constraint: String? = nil) {
+        self.kind = kind
+        self.sqlState = sqlState
+        self.message = message
+        self.constraint = constraint
+    }
+
+    package var description: String {
+        switch kind {
+        case .server: "PostgreSQL error \(sqlState ?? "?"): \(message)"
+        case .connection: "PostgreSQL connection failed: \(message)"
+        case .other: message
+        }
+    }
+}
+
+/// Statements run on one connection, inside the transaction or the read that handed it out.
+package protocol PostgresSession {
+    /// Runs a statement with its parameters (`$1`, `$2`, …) and returns every row's cells.
+    func query(_ sql: String, _ parameters: [PostgresValue]) throws -> [[PostgresValue]]
+    /// Runs a statement and returns the number of rows it inserted, updated or deleted.
+    @discardableResult
+    func execute(_ sql: String, _ parameters: [PostgresValue]) throws -> Int
+}
+
+/// How a transaction isolates itself from others.
+package enum PostgresIsolation: String, Sendable {
+    case readCommitted = "READ COMMITTED"
+    case repeatableRead = "REPEATABLE READ"
+    case serializable = "SERIALIZABLE"
+}
+
+/// A pool of connections to one database.
+package protocol PostgresDriver: AnyObject, Sendable {
+    /// Runs `body` in one transaction on one connection: committed when it returns, rolled back
+    /// when it throws (or when the connection is lost, by the server).
+    @discardableResult
+    func transaction<T>(isolation: PostgresIsolation, readOnly: Bool, _ body: (any PostgresSession) throws -> T) throws -> T
+    /// Listens on a channel with a connection of its own: `handler` gets each notification's
+    /// payload, and `reconnected` is called each time the connection was lost and made again
+    /// (notifications sent in between are lost: the listener catches up by other means).
+    func listen(
+        channel: String, handler: @escaping @Sendable (String) -> Void, reconnected: @escaping @Sendable () -> Void
+    ) throws -> any PostgresListener
+    /// Closes every connection; later calls throw.
+    func close()
+}
+
+/// A channel being listened on; ``cancel()`` stops listening and closes its connection.
+package protocol PostgresListener: AnyObject, Sendable {
+    func cancel()
+}
+
+/// What a driver module provides: a way to connect.
+package protocol PostgresDriverFactory {
+    /// Connects to the database a `postgres://user:password@host:port/database?schema=…` URL
+    /// names, with at most `maximumConnections` connections at once.
+    static func connect(url: URL, maximumConnections: Int, logger: Logger) throws -> any PostgresDriver
+}
+
+/// Finds the driver module.
+package enum PostgresDrivers {
+    /// The name of the driver's factory type in ObjectGraphPostgres.
+    static let factoryTypeName = "ObjectGraphPostgres.PostgresNIODriverFactory"
+
+    /// The driver factory, when the program links ObjectGraphPostgres.
+    ///
+    /// - Throws: ``ObjectGraphError/unsupported`` when it does not.
+    package static func factory() throws -> any PostgresDriverFactory.Type {
+        guard let type = _typeByName(factoryTypeName) as? any PostgresDriverFactory.Type else {
+            throw ObjectGraphError(
+                .unsupported,
+                "A PostgreSQL store needs the module ObjectGraphPostgres (its PostgresNIO driver), which this program does not link")
+        }
+        return type
+    }
+}

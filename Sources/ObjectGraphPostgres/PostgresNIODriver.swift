@@ -1,0 +1,345 @@
+import Foundation
+import Logging
+import NIOConcurrencyHelpers
+import NIOCore
+import NIOPosix
+import NIOSSL
+import ObjectGraphCore
+import PostgresNIO
+
+/// Closes a connection, keeping it alive until it is closed (PostgresNIO requires a connection to
+/// be closed before it goes away).
+private func closeQuietly(_ connection: PostgresConnection) {
+    connection.close().whenComplete { _ in withExtendedLifetime(connection) {} }
+}
+
+/// The driver the core finds by name (``PostgresDrivers``): PostgresNIO connections.
+final class PostgresNIODriverFactory: PostgresDriverFactory {
+    static func connect(url: URL, maximumConnections: Int, logger: Logger) throws -> any PostgresDriver {
+        try PostgresNIODriver(configuration: PostgresURL(url).configuration(), maximumConnections: maximumConnections, logger: logger)
+    }
+}
+
+/// What a `postgres://` URL says: server, user, password, database, TLS.
+struct PostgresURL {
+    var host: String
+    var port: Int
+    var user: String
+    var password: String?
+    var database: String
+    /// `sslmode`: `disable` (the default), `require` or `verify-full`.
+    var tlsMode: String
+
+    init(_ url: URL) throws {
+        guard let components = URLComponents(url: url, resolvingAgainstBaseURL: false),
+              ["postgres", "postgresql"].contains(components.scheme?.lowercased() ?? "")
+        else {
+            throw PostgresDriverError(kind: .other, message: "'\(url.absoluteString)' is not a postgres:// URL")
+        }
+        guard let host = components.host, !host.isEmpty else {
+            throw PostgresDriverError(kind: .other, message: "The URL '\(Self.redacted(url))' names no host")
+        }
+        let database = String(components.path.drop { $0 == "/" })
+        guard !database.isEmpty else {
+            throw PostgresDriverError(kind: .other, message: "The URL '\(Self.redacted(url))' names no database (postgres://user@host:port/database)")
+        }
+        self.host = host
+        port = components.port ?? 5432
+        user = components.user?.removingPercentEncoding ?? "postgres"
+        password = components.password?.removingPercentEncoding
+        self.database = database.removingPercentEncoding ?? database
+        tlsMode = components.queryItems?.first { $0.name == "sslmode" }?.value ?? "disable"
+    }
+
+    func configuration() throws -> PostgresConnection.Configuration {
+        let tls: PostgresConnection.Configuration.TLS
+        switch tlsMode {
+        case "disable":
+            tls = .disable
+        case "require":
+            var configuration = TLSConfiguration.makeClientConfiguration()
+            configuration.certificateVerification = .none
+            tls = .require(try NIOSSLContext(configuration: configuration))
+        case "verify-full":
+            tls = .require(try NIOSSLContext(configuration: .makeClientConfiguration()))
+        default:
+            throw PostgresDriverError(kind: .other, message: "Unknown sslmode '\(tlsMode)' (ObjectGraph knows disable, require and verify-full)")
+        }
+        return PostgresConnection.Configuration(host: host, port: port, username: user, password: password, database: database, tls: tls)
+    }
+
+    /// The URL without its password, for messages.
+    static func redacted(_ url: URL) -> String {
+        guard var components = URLComponents(url: url, resolvingAgainstBaseURL: false), components.password != nil else { return url.absoluteString }
+        components.password = "…"
+        return components.string ?? url.absoluteString
+    }
+}
+
+/// A pool of PostgresNIO connections used from synchronous code: a caller blocks on a connection's
+/// futures (never on an event loop: the store is called from contexts' queues and tasks).
+final class PostgresNIODriver: PostgresDriver, Sendable {
+    private let configuration: PostgresConnection.Configuration
+    private let logger: Logger
+    private let group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton
+    /// One permit per connection that may be open at once.
+    private let permits: DispatchSemaphore
+    private let state = NIOLockedValueBox(State())
+
+    private struct State {
+        var idle: [PostgresConnection] = []
+        var closed = false
+        var nextID = 1
+    }
+
+    init(configuration: PostgresConnection.Configuration, maximumConnections: Int, logger: Logger) throws {
+        self.configuration = configuration
+        self.logger = logger
+        permits = DispatchSemaphore(value: max(1, maximumConnections))
+        // Connect once now, so that a wrong address, user or database fails here.
+        let connection = try connect()
+        state.withLockedValue { $0.idle.append(connection) }
+    }
+
+    deinit { close() }
+
+    private func connect() throws -> PostgresConnection {
+        let id = state.withLockedValue { state -> Int in
+            defer { state.nextID += 1 }
+            return state.nextID
+        }
+        do {
+            return try PostgresConnection.connect(on: group.next(), configuration: configuration, id: id, logger: logger).wait()
+        } catch {
+            throw Self.translate(error)
+        }
+    }
+
+    /// An open connection of the pool (one of the idle ones, or a new one), holding a permit.
+    private func checkOut() throws -> PostgresConnection {
+        permits.wait()
+        do {
+            while true {
+                let next = try state.withLockedValue { state -> PostgresConnection? in
+                    if state.closed { throw PostgresDriverError(kind: .other, message: "The PostgreSQL store was closed") }
+                    return state.idle.popLast()
+                }
+                guard let connection = next else { return try connect() }
+                if !connection.isClosed { return connection }
+            }
+        } catch {
+            permits.signal()
+            throw error
+        }
+    }
+
+    /// Gives a connection back: kept when it is still usable, closed otherwise.
+    private func checkIn(_ connection: PostgresConnection, usable: Bool) {
+        let keep = usable && !connection.isClosed && state.withLockedValue { state in
+            if state.closed { return false }
+            state.idle.append(connection)
+            return true
+        }
+        if !keep { closeQuietly(connection) }
+        permits.signal()
+    }
+
+    @discardableResult
+    func transaction<T>(isolation: PostgresIsolation, readOnly: Bool, _ body: (any PostgresSession) throws -> T) throws -> T {
+        let connection = try checkOut()
+        let session = Session(connection: connection, logger: logger)
+        var usable = true
+        defer { checkIn(connection, usable: usable) }
+        do {
+            try session.execute("BEGIN ISOLATION LEVEL \(isolation.rawValue)\(readOnly ? " READ ONLY" : "")", [])
+        } catch {
+            usable = false
+            throw error
+        }
+        let result: T
+        do {
+            result = try body(session)
+        } catch {
+            // The server rolls back a transaction whose connection is lost; otherwise roll it back here.
+            do { try session.execute("ROLLBACK", []) } catch { usable = false }
+            throw error
+        }
+        do {
+            try session.execute("COMMIT", [])
+        } catch {
+            usable = false
+            throw error
+        }
+        return result
+    }
+
+    func listen(
+        channel: String, handler: @escaping @Sendable (String) -> Void, reconnected: @escaping @Sendable () -> Void
+    ) throws -> any PostgresListener {
+        let listener = NIOListener(driver: self, channel: channel, handler: handler, reconnected: reconnected)
+        try listener.start()
+        return listener
+    }
+
+    func close() {
+        let idle = state.withLockedValue { state -> [PostgresConnection] in
+            state.closed = true
+            defer { state.idle = [] }
+            return state.idle
+        }
+        for connection in idle { closeQuietly(connection) }
+    }
+
+    /// A connection of its own for a listener.
+    fileprivate func dedicatedConnection() throws -> PostgresConnection {
+        if state.withLockedValue({ $0.closed }) { throw PostgresDriverError(kind: .other, message: "The PostgreSQL store was closed") }
+        return try connect()
+    }
+
+    /// A PostgresNIO or SwiftNIO error as a driver error.
+    static func translate(_ error: any Error) -> PostgresDriverError {
+        if let error = error as? PostgresDriverError { return error }
+        if let error = error as? PSQLError {
+            switch error.code {
+            case .server:
+                let info = error.serverInfo
+                var message = info?[.message] ?? "\(error)"
+                if let detail = info?[.detail] { message += " (\(detail))" }
+                return PostgresDriverError(kind: .server, sqlState: info?[.sqlState], message: message, constraint: info?[.constraintName])
+            case .connectionError, .serverClosedConnection, .clientClosedConnection, .uncleanShutdown, .sslUnsupported:
+                return PostgresDriverError(kind: .connection, message: "\(error.code)\(error.underlying.map { ": \($0)" } ?? "")")
+            default:
+                return PostgresDriverError(kind: .other, message: String(reflecting: error))
+            }
+        }
+        if error is ChannelError || error is IOError || error is NIOConnectionError || String(describing: type(of: error)).contains("Connect") {
+            return PostgresDriverError(kind: .connection, message: "\(error)")
+        }
+        return PostgresDriverError(kind: .other, message: "\(error)")
+    }
+}
+
+/// Statements on one checked-out connection.
+private struct Session: PostgresSession {
+    let connection: PostgresConnection
+    let logger: Logger
+
+    func query(_ sql: String, _ parameters: [PostgresValue]) throws -> [[PostgresValue]] {
+        try run(sql, parameters).rows.map { row in try row.map(Self.value) }
+    }
+
+    @discardableResult
+    func execute(_ sql: String, _ parameters: [PostgresValue]) throws -> Int {
+        try run(sql, parameters).metadata.rows ?? 0
+    }
+
+    private func run(_ sql: String, _ parameters: [PostgresValue]) throws -> PostgresQueryResult {
+        var binds = PostgresBindings(capacity: parameters.count)
+        for parameter in parameters {
+            switch parameter {
+            case .null: binds.appendNull()
+            case .bool(let v): binds.append(v)
+            case .int(let v): binds.append(v)
+            case .double(let v): binds.append(v)
+            case .text(let v): binds.append(v)
+            case .bytes(let v): binds.append(ByteBuffer(bytes: v))
+            }
+        }
+        do {
+            return try connection.query(PostgresQuery(unsafeSQL: sql, binds: binds), logger: logger).wait()
+        } catch {
+            throw PostgresNIODriver.translate(error)
+        }
+    }
+
+    /// A cell as a value, by its type.
+    private static func value(_ cell: PostgresCell) throws -> PostgresValue {
+        guard cell.bytes != nil else { return .null }
+        do {
+            switch cell.dataType {
+            case .bool: return .bool(try cell.decode(Bool.self))
+            case .int2, .int4, .int8, .oid: return .int(try cell.decode(Int64.self))
+            case .float4, .float8: return .double(try cell.decode(Double.self))
+            case .bytea: return .bytes(try cell.decode(Data.self))
+            case .text, .varchar, .name, .bpchar, .uuid: return .text(try cell.decode(String.self))
+            default:
+                // Anything else (numeric among them) as the text the server writes for it.
+                guard cell.format == .text, var bytes = cell.bytes, let text = bytes.readString(length: bytes.readableBytes) else {
+                    throw PostgresDriverError(kind: .other, message: "column \(cell.columnName) has the type \(cell.dataType), which ObjectGraph does not read (cast it to text)")
+                }
+                return .text(text)
+            }
+        } catch let error as PostgresDriverError {
+            throw error
+        } catch {
+            throw PostgresDriverError(kind: .other, message: "column \(cell.columnName) (\(cell.dataType)) could not be read: \(error)")
+        }
+    }
+}
+
+/// A LISTEN on a connection of its own, made again whenever the connection is lost.
+private final class NIOListener: PostgresListener, Sendable {
+    private let driver: PostgresNIODriver
+    private let channel: String
+    private let handler: @Sendable (String) -> Void
+    private let reconnected: @Sendable () -> Void
+    private let state = NIOLockedValueBox<(connection: PostgresConnection?, cancelled: Bool)>((nil, false))
+
+    init(driver: PostgresNIODriver, channel: String, handler: @escaping @Sendable (String) -> Void, reconnected: @escaping @Sendable () -> Void) {
+        self.driver = driver
+        self.channel = channel
+        self.handler = handler
+        self.reconnected = reconnected
+    }
+
+    /// Connects and listens; when the connection closes (and the listener was not cancelled),
+    /// reconnects after a pause, until it succeeds.
+    func start() throws {
+        let connection = try driver.dedicatedConnection()
+        let handler = self.handler
+        connection.addListener(channel: channel) { _, notification in handler(notification.payload) }
+        do {
+            _ = try connection.query(PostgresQuery(unsafeSQL: "LISTEN \(Self.quote(channel))"), logger: Logger(label: "ObjectGraph.PostgreSQL")).wait()
+        } catch {
+            closeQuietly(connection)
+            throw PostgresNIODriver.translate(error)
+        }
+        let cancelled = state.withLockedValue { state -> Bool in
+            if !state.cancelled { state.connection = connection }
+            return state.cancelled
+        }
+        if cancelled {
+            closeQuietly(connection)
+            return
+        }
+        connection.closeFuture.whenComplete { [weak self] _ in self?.connectionClosed() }
+    }
+
+    private func connectionClosed() {
+        guard !state.withLockedValue({ $0.cancelled }) else { return }
+        DispatchQueue.global().async { [weak self] in
+            var pause = 0.05
+            while let self, !self.state.withLockedValue({ $0.cancelled }) {
+                do {
+                    try self.start()
+                    self.reconnected()
+                    return
+                } catch {
+                    Thread.sleep(forTimeInterval: pause)
+                    pause = min(pause * 2, 2)
+                }
+            }
+        }
+    }
+
+    func cancel() {
+        let connection = state.withLockedValue { state -> PostgresConnection? in
+            state.cancelled = true
+            defer { state.connection = nil }
+            return state.connection
+        }
+        connection.map(closeQuietly)
+    }
+
+    static func quote(_ identifier: String) -> String { "\"" + identifier.replacingOccurrences(of: "\"", with: "\"\"") + "\"" }
+}

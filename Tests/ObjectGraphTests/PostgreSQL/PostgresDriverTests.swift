@@ -1,0 +1,220 @@
+import Foundation
+import Logging
+import Testing
+import ObjectGraph
+@testable import ObjectGraphCore
+
+/// The PostgreSQL driver (ObjectGraphPostgres over PostgresNIO), on a throwaway cluster: values
+/// round-trip exactly, transactions commit or roll back whole, server errors keep their SQLSTATE,
+/// the pool shares its connections between threads, notifications arrive, and a lost server is
+/// reconnected to.
+@Suite("PostgreSQL driver")
+struct PostgresDriverTests {
+    private func connect(_ url: URL, connections: Int = 4) throws -> any PostgresDriver {
+        try PostgresDrivers.factory().connect(url: url, maximumConnections: connections, logger: Logger(label: "test"))
+    }
+
+    private func database() throws -> (PostgresTestServer, URL) {
+        let server = try PostgresTestServer.shared.get()
+        return (server, try server.makeDatabase())
+    }
+
+    @Test func theCoreFindsTheDriverThatObjectGraphLinks() throws {
+        let factory = try PostgresDrivers.factory()
+        #expect(String(reflecting: factory) == PostgresDrivers.factoryTypeName)
+    }
+
+    @Test func everyKindOfValueRoundTripsExactly() throws {
+        let (_, url) = try database()
+        let driver = try connect(url)
+        defer { driver.close() }
+        let values: [[PostgresValue]] = [
+            [.int(1), .bool(true), .int(Int64.max), .double(1.5), .text("Crème brûlée 👍🏽"), .bytes(Data([0, 1, 255])), .text("10.25")],
+            [.int(2), .bool(false), .int(Int64.min), .double(-0.0), .text(""), .bytes(Data()), .text("-0.000001")],
+            [.int(3), .null, .null, .double(.nan), .null, .null, .null],
+            [.int(4), .null, .int(0), .double(.infinity), .text("'quoted' \"both\""), .null, .text("123456789012345678901234567890.5")],
+            [.int(5), .null, .null, .double(-.infinity), .null, .null, .null],
+        ]
+        try driver.transaction(isolation: .readCommitted, readOnly: false) { session in
+            try session.execute("CREATE TABLE t (id bigint PRIMARY KEY, b boolean, i bigint, d double precision, s text, x bytea, n numeric)", [])
+            for row in values {
+                try session.execute("INSERT INTO t VALUES ($1, $2, $3, $4, $5, $6, $7::numeric)", row)
+            }
+        }
+        let read = try driver.transaction(isolation: .repeatableRead, readOnly: true) { session in
+            try session.query("SELECT id, b, i, d, s, x, n::text FROM t ORDER BY id", [])
+        }
+        #expect(read.count == values.count)
+        for (got, expected) in zip(read, values) {
+            for (g, e) in zip(got, expected) {
+                if case .double(let x) = e, x.isNaN {
+                    guard case .double(let y) = g else { Issue.record("\(g) is not NaN"); continue }
+                    #expect(y.isNaN)
+                } else if case .double(let x) = e, case .double(let y) = g {
+                    #expect(x.bitPattern == y.bitPattern, "\(x) read as \(y)")
+                } else {
+                    #expect(g == e)
+                }
+            }
+        }
+        // smallint and integer read as integers; a count is a bigint.
+        let small = try driver.transaction(isolation: .readCommitted, readOnly: true) { try $0.query("SELECT 7::smallint, 8::integer, count(*) FROM t", []) }
+        #expect(small == [[.int(7), .int(8), .int(5)]])
+    }
+
+    @Test func aTransactionThatThrowsLeavesNothingAndOneThatReturnsKeepsEverything() throws {
+        let (_, url) = try database()
+        let driver = try connect(url)
+        defer { driver.close() }
+        try driver.transaction(isolation: .readCommitted, readOnly: false) { try $0.execute("CREATE TABLE t (id bigint PRIMARY KEY)", []) }
+        struct Stop: Error {}
+        #expect(throws: Stop.self) {
+            try driver.transaction(isolation: .readCommitted, readOnly: false) { session in
+                #expect(try session.execute("INSERT INTO t VALUES (1), (2)", []) == 2)
+                throw Stop()
+            }
+        }
+        #expect(try driver.transaction(isolation: .readCommitted, readOnly: true) { try $0.query("SELECT count(*) FROM t", []) } == [[.int(0)]])
+        // A statement the server refuses rolls back the statements before it.
+        #expect(throws: PostgresDriverError.self) {
+            try driver.transaction(isolation: .readCommitted, readOnly: false) { session in
+                try session.execute("INSERT INTO t VALUES (1)", [])
+                try session.execute("INSERT INTO t VALUES (1)", [])
+            }
+        }
+        #expect(try driver.transaction(isolation: .readCommitted, readOnly: true) { try $0.query("SELECT count(*) FROM t", []) } == [[.int(0)]])
+        try driver.transaction(isolation: .serializable, readOnly: false) { try $0.execute("INSERT INTO t VALUES (1), (2), (3)", []) }
+        #expect(try driver.transaction(isolation: .readCommitted, readOnly: true) { try $0.query("SELECT count(*) FROM t", []) } == [[.int(3)]])
+    }
+
+    @Test func serverErrorsKeepTheirStateAndConstraint() throws {
+        let (_, url) = try database()
+        let driver = try connect(url)
+        defer { driver.close() }
+        try driver.transaction(isolation: .readCommitted, readOnly: false) { session in
+            try session.execute("CREATE TABLE t (id bigint PRIMARY KEY, s text)", [])
+            try session.execute("CREATE UNIQUE INDEX t_s ON t (s)", [])
+            try session.execute("INSERT INTO t VALUES (1, 'a')", [])
+        }
+        do {
+            try driver.transaction(isolation: .readCommitted, readOnly: false) { try $0.execute("INSERT INTO t VALUES (2, 'a')", []) }
+            Issue.record("a duplicate was inserted")
+        } catch let error as PostgresDriverError {
+            #expect(error.kind == .server)
+            #expect(error.sqlState == "23505")
+            #expect(error.constraint == "t_s")
+        }
+        // PostgreSQL's text cannot hold U+0000: the server says so (the store checks before it writes).
+        do {
+            try driver.transaction(isolation: .readCommitted, readOnly: false) { try $0.execute("INSERT INTO t VALUES (3, $1)", [.text("a\0b")]) }
+            Issue.record("a NUL was written")
+        } catch let error as PostgresDriverError {
+            #expect(error.kind == .server)
+            #expect(error.sqlState == "22021")
+        }
+        // A read-only transaction refuses writes.
+        #expect(throws: PostgresDriverError.self) {
+            try driver.transaction(isolation: .readCommitted, readOnly: true) { try $0.execute("DELETE FROM t", []) }
+        }
+        // The pool's connections stay usable after errors.
+        #expect(try driver.transaction(isolation: .readCommitted, readOnly: true) { try $0.query("SELECT s FROM t", []) } == [[.text("a")]])
+    }
+
+    @Test func aBadURLOrAMissingDatabaseIsAnErrorThatSaysWhich() throws {
+        let server = try PostgresTestServer.shared.get()
+        for (url, words) in [
+            ("mysql://127.0.0.1/x", "not a postgres:// URL"), ("postgres://127.0.0.1", "names no database"),
+            ("postgres://127.0.0.1/x?sslmode=maybe", "sslmode"),
+        ] {
+            do {
+                _ = try connect(URL(string: url)!)
+                Issue.record("\(url) connected")
+            } catch {
+                #expect("\(error)".contains(words), "\(error)")
+            }
+        }
+        do {
+            _ = try connect(URL(string: "\(server.serverURL)/og_no_such_database")!)
+            Issue.record("connected to a missing database")
+        } catch let error as PostgresDriverError {
+            #expect(error.sqlState == "3D000", "\(error)")
+        }
+    }
+
+    @Test func threadsShareThePoolWithoutExceedingIt() throws {
+        let (_, url) = try database()
+        let driver = try connect(url, connections: 2)
+        defer { driver.close() }
+        try driver.transaction(isolation: .readCommitted, readOnly: false) { try $0.execute("CREATE TABLE t (id bigint PRIMARY KEY, pid integer)", []) }
+        DispatchQueue.concurrentPerform(iterations: 16) { i in
+            do {
+                try driver.transaction(isolation: .readCommitted, readOnly: false) { session in
+                    try session.execute("INSERT INTO t VALUES ($1, pg_backend_pid())", [.int(Int64(i))])
+                }
+            } catch {
+                Issue.record("transaction \(i): \(error)")
+            }
+        }
+        let rows = try driver.transaction(isolation: .readCommitted, readOnly: true) { try $0.query("SELECT count(*), count(DISTINCT pid) FROM t", []) }
+        #expect(rows.first?.first == .int(16))
+        guard case .int(let connections) = rows.first?.last else { Issue.record("no count"); return }
+        #expect((1...2).contains(connections), "\(connections) connections for a pool of 2")
+    }
+
+    @Test func aListenerHearsNotificationsFromOtherConnections() throws {
+        let (_, url) = try database()
+        let driver = try connect(url)
+        let other = try connect(url)
+        defer { driver.close(); other.close() }
+        let heard = Protected<[String]>([])
+        let listener = try driver.listen(channel: "og test", handler: { payload in heard.withLock { $0.append(payload) } }, reconnected: {})
+        defer { listener.cancel() }
+        for i in 0..<3 {
+            try other.transaction(isolation: .readCommitted, readOnly: false) { try $0.execute("SELECT pg_notify('og test', $1)", [.text("n\(i)")]) }
+        }
+        // Nothing is sent for a transaction that rolls back.
+        struct Stop: Error {}
+        _ = try? other.transaction(isolation: .readCommitted, readOnly: false) { session -> Void in
+            try session.execute("SELECT pg_notify('og test', 'rolled back')", [])
+            throw Stop()
+        }
+        try other.transaction(isolation: .readCommitted, readOnly: false) { try $0.execute("SELECT pg_notify('og test', 'last')", []) }
+        let deadline = Date().addingTimeInterval(10)
+        while heard.withLock({ $0.count }) < 4 && Date() < deadline { Thread.sleep(forTimeInterval: 0.01) }
+        #expect(heard.withLock { $0 } == ["n0", "n1", "n2", "last"])
+    }
+
+    @Test(.timeLimit(.minutes(2)))
+    func afterTheServerRestartsThePoolAndTheListenerConnectAgain() throws {
+        let server = try PostgresTestServer.start()  // a cluster of its own: this test stops it
+        let url = try server.makeDatabase()
+        let driver = try connect(url)
+        defer { driver.close() }
+        try driver.transaction(isolation: .readCommitted, readOnly: false) { try $0.execute("CREATE TABLE t (id bigint PRIMARY KEY)", []) }
+        let heard = Protected<[String]>([])
+        let reconnections = Protected(0)
+        let listener = try driver.listen(
+            channel: "restart", handler: { payload in heard.withLock { $0.append(payload) } },
+            reconnected: { reconnections.withLock { $0 += 1 } })
+        defer { listener.cancel() }
+
+        try server.stopServer()
+        do {
+            try driver.transaction(isolation: .readCommitted, readOnly: false) { try $0.execute("INSERT INTO t VALUES (1)", []) }
+            Issue.record("wrote to a stopped server")
+        } catch let error as PostgresDriverError {
+            #expect(error.kind == .connection, "\(error)")
+        }
+        try server.startServer()
+        // The pool makes new connections; the listener connects again and says so.
+        try driver.transaction(isolation: .readCommitted, readOnly: false) { try $0.execute("INSERT INTO t VALUES (2)", []) }
+        #expect(try driver.transaction(isolation: .readCommitted, readOnly: true) { try $0.query("SELECT id FROM t", []) } == [[.int(2)]])
+        var deadline = Date().addingTimeInterval(30)
+        while reconnections.withLock({ $0 }) == 0 && Date() < deadline { Thread.sleep(forTimeInterval: 0.02) }
+        #expect(reconnections.withLock { $0 } == 1)
+        try driver.transaction(isolation: .readCommitted, readOnly: false) { try $0.execute("SELECT pg_notify('restart', 'after')", []) }
+        deadline = Date().addingTimeInterval(10)
+        while heard.withLock({ $0.isEmpty }) && Date() < deadline { Thread.sleep(forTimeInterval: 0.01) }
+        #expect(heard.withLock { $0 } == ["after"])
+    }
+}

@@ -1,0 +1,131 @@
+import Foundation
+import Testing
+@testable import ObjectGraphCore
+
+/// A throwaway PostgreSQL cluster on 127.0.0.1, for the tests: `initdb` and `pg_ctl` from
+/// PostgreSQL 15's folder (as the `postgres` user when the tests run as root), a temporary data
+/// folder, a free port, trust authentication on loopback; stopped when the test process exits.
+/// With `OBJECTGRAPH_TEST_POSTGRES_URL` set (`postgres://user@host:port/database`), the tests use
+/// that server instead (and create their databases on it).
+final class PostgresTestServer: Sendable {
+    /// `postgres://user@127.0.0.1:port`, without a database.
+    let serverURL: String
+    let port: Int
+    /// The data folder of a cluster the tests started; nil for a server they were given.
+    let dataDirectory: URL?
+
+    static let binaries = URL(fileURLWithPath: "/usr/lib/postgresql/15/bin")
+
+    /// The server the suites share, started on first use.
+    static let shared: Result<PostgresTestServer, any Error> = Result {
+        if let given = ProcessInfo.processInfo.environment["OBJECTGRAPH_TEST_POSTGRES_URL"], let url = URLComponents(string: given) {
+            var server = url
+            server.path = ""
+            return PostgresTestServer(serverURL: server.string ?? given, port: url.port ?? 5432, dataDirectory: nil)
+        }
+        return try PostgresTestServer.start()
+    }
+
+    private init(serverURL: String, port: Int, dataDirectory: URL?) {
+        self.serverURL = serverURL
+        self.port = port
+        self.dataDirectory = dataDirectory
+    }
+
+    /// Starts a new cluster of its own (for a test that stops or restarts its server).
+    static func start() throws -> PostgresTestServer {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("objectgraph-pg-\(getpid())-\(UUID().uuidString.prefix(8))")
+        let data = folder.appendingPathComponent("data")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        if geteuid() == 0 { try run("/bin/chown", ["-R", "postgres:postgres", folder.path]) }
+        try asServerUser(binaries.appendingPathComponent("initdb").path, ["-D", data.path, "-U", "postgres", "--auth=trust", "-E", "UTF8", "--locale=C.UTF-8", "--no-sync"])
+        let port = try freePort()
+        let server = PostgresTestServer(serverURL: "postgres://postgres@127.0.0.1:\(port)", port: port, dataDirectory: data)
+        try server.startServer()
+        atexit_b { [data] in
+            _ = try? PostgresTestServer.asServerUser(binaries.appendingPathComponent("pg_ctl").path, ["-D", data.path, "-m", "immediate", "-w", "stop"])
+            try? FileManager.default.removeItem(at: data.deletingLastPathComponent())
+        }
+        return server
+    }
+
+    /// Starts (or starts again) the server of a cluster the tests made.
+    func startServer() throws {
+        guard let data = dataDirectory else { return }
+        let options = "-p \(port) -c listen_addresses=127.0.0.1 -k \(data.deletingLastPathComponent().path) -c fsync=off -c max_connections=200"
+        try Self.asServerUser(
+            Self.binaries.appendingPathComponent("pg_ctl").path,
+            ["-D", data.path, "-o", options, "-l", data.deletingLastPathComponent().appendingPathComponent("log").path, "-w", "start"])
+    }
+
+    /// Stops the server (`fast`: its connections are closed, as when a server shuts down).
+    func stopServer() throws {
+        guard let data = dataDirectory else { return }
+        try Self.asServerUser(Self.binaries.appendingPathComponent("pg_ctl").path, ["-D", data.path, "-m", "fast", "-w", "stop"])
+    }
+
+    /// A new, empty database on the server; its `postgres://` URL.
+    func makeDatabase(schema: String? = nil) throws -> URL {
+        let name = "og_" + UUID().uuidString.replacingOccurrences(of: "-", with: "").lowercased().prefix(16)
+        try psql("CREATE DATABASE \(name)")
+        return URL(string: "\(serverURL)/\(name)" + (schema.map { "?schema=\($0)" } ?? ""))!
+    }
+
+    /// Runs SQL with `psql` on the `postgres` database (or `database`).
+    @discardableResult
+    func psql(_ sql: String, database: String = "postgres") throws -> String {
+        try Self.run("/usr/bin/psql", ["\(serverURL)/\(database)", "-X", "-q", "-t", "-A", "-v", "ON_ERROR_STOP=1", "-c", sql])
+    }
+
+    /// A free TCP port on 127.0.0.1 (the kernel's choice for port 0).
+    private static func freePort() throws -> Int {
+        let socket = Foundation.socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(socket) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        address.sin_port = 0
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        try withUnsafeMutablePointer(to: &address) { pointer in
+            try pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                guard bind(socket, $0, length) == 0, getsockname(socket, $0, &length) == 0 else {
+                    throw ObjectGraphError(.io, "No free port on 127.0.0.1 (errno \(errno))")
+                }
+            }
+        }
+        return Int(UInt16(bigEndian: address.sin_port))
+    }
+
+    /// Runs a PostgreSQL program as the `postgres` user when the tests run as root (PostgreSQL
+    /// refuses to run as root), else as the current user.
+    @discardableResult
+    static func asServerUser(_ program: String, _ arguments: [String]) throws -> String {
+        if geteuid() == 0 { return try run("/usr/sbin/runuser", ["-u", "postgres", "--", program] + arguments) }
+        return try run(program, arguments)
+    }
+
+    /// Runs a program to its end; its output, or an error with its output. (``ChildProcess``, not
+    /// Foundation's `Process`, whose `waitUntilExit()` can hang on a test's thread.)
+    @discardableResult
+    static func run(_ program: String, _ arguments: [String]) throws -> String {
+        let child = try ChildProcess(
+            URL(fileURLWithPath: program), arguments, environment: ProcessInfo.processInfo.environment.merging(["PGTZ": "UTC"]) { $1 },
+            mergingErrors: true)
+        let (status, signaled) = child.wait()
+        let text = String(decoding: child.standardOutput, as: UTF8.self)
+        guard status == 0 && !signaled else {
+            throw ObjectGraphError(.io, "\(program) \(arguments.joined(separator: " ")) failed (\(status)): \(text)")
+        }
+        return text.trimmingCharacters(in: .whitespacesAndNewlines)
+    }
+}
+
+/// `atexit` with a closure (the C function takes none).
+private func atexit_b(_ body: @escaping @Sendable () -> Void) {
+    atExitActions.withLock { $0.append(body) }
+    if atExitActions.withLock({ $0.count }) == 1 {
+        atexit { for action in atExitActions.withLock({ $0 }) { action() } }
+    }
+}
+
+private let atExitActions = Protected<[@Sendable () -> Void]>([])
