@@ -254,7 +254,7 @@ private struct Session: PostgresSession {
 
     /// A cell as a value, by its type.
     private static func value(_ cell: PostgresCell) throws -> PostgresValue {
-        guard cell.bytes != nil else { return .null }
+        guard cell.bytes != nil, cell.dataType != .void else { return .null }  // void: a function that returns nothing
         do {
             switch cell.dataType {
             case .bool: return .bool(try cell.decode(Bool.self))

@@ -244,7 +244,7 @@ struct SQLiteSchema: Sendable {
         return "\(alias).\(Self.entityColumn) IN (\(codes.map(String.init).joined(separator: ",")))"
     }
 
-    /// Core Data's column type for an attribute type.
+    /// Core Data's column type for an attribute type (SQLite's).
     static func columnType(_ type: AttributeType) -> String {
         switch type {
         case .integer16, .integer32, .integer64, .boolean: "INTEGER"
@@ -267,7 +267,7 @@ struct SQLiteSchema: Sendable {
 
     /// The indexes users declared (indexed attributes, fetch indexes). Created with `IF NOT EXISTS`
     /// each time a store opens, so adding an index does not make a store incompatible.
-    func userIndexStatements() -> [String] {
+    func userIndexStatements(_ dialect: SQLDialect = .sqlite) -> [String] {
         var statements: [String] = []
         var names: Set<String> = []
         for entity in model.entitiesByCode {
@@ -279,7 +279,7 @@ struct SQLiteSchema: Sendable {
                 // Core Data's names: Z_<Entity>_<property>[_<property>...], columns in binary collation.
                 let name = "Z_\(entity.name)_" + properties.map(\.name).joined(separator: "_")
                 guard names.insert(name).inserted else { continue }
-                let list = properties.map { "\(Self.quote(columnName(for: $0))) COLLATE BINARY ASC" }
+                let list = properties.map { "\(Self.quote(columnName(for: $0)))\(dialect.binaryCollation($0)) ASC" }
                 statements.append("CREATE INDEX IF NOT EXISTS \(Self.quote(name)) ON \(Self.quote(table)) (\(list.joined(separator: ", ")))")
             }
         }
@@ -291,7 +291,7 @@ struct SQLiteSchema: Sendable {
     /// partial index, over the entity's rows, for a sub-entity's constraint on inherited attributes). The
     /// save path checks constraints first, to report a conflict with the object that holds the
     /// values; an insert or update the index refuses is reported the same way.
-    func uniquenessIndexStatements(root: EntityDescription) -> [String] {
+    func uniquenessIndexStatements(root: EntityDescription, _ dialect: SQLDialect = .sqlite) -> [String] {
         let table = tableName(for: root)
         var statements: [String] = []
         for entity in root.selfAndDescendants.sorted(by: { entityNumber(for: $0) < entityNumber(for: $1) }) {
@@ -299,11 +299,11 @@ struct SQLiteSchema: Sendable {
                 let attributes = constraint.compactMap { entity.attributesByName[$0] }.filter { !$0.isTransient }
                 guard !attributes.isEmpty else { continue }
                 let name = "Z_\(entity.name)_UNIQUE_" + attributes.map(\.name).joined(separator: "_")
-                let list = attributes.map { "\(Self.quote(columnName(for: $0))) COLLATE BINARY ASC" }
+                let list = attributes.map { "\(Self.quote(columnName(for: $0)))\(dialect.binaryCollation($0)) ASC" }
                 // A sub-entity's constraint on an attribute it inherits must not bind the other rows
                 // of the table, which hold that column too: the index covers its own rows only.
                 let inherited = entity.superentity != nil && attributes.contains { $0.entity !== entity }
-                let rows = inherited ? " WHERE Z_ENT IN (\(entity.selfAndDescendants.map { String(entityNumber(for: $0)) }.joined(separator: ",")))" : ""
+                let rows = inherited ? " WHERE \(dialect.name(Self.entityColumn)) IN (\(entity.selfAndDescendants.map { String(entityNumber(for: $0)) }.joined(separator: ",")))" : ""
                 statements.append("CREATE UNIQUE INDEX \(Self.quote(name)) ON \(Self.quote(table)) (\(list.joined(separator: ", ")))\(rows)")
             }
         }
@@ -312,32 +312,32 @@ struct SQLiteSchema: Sendable {
 
     /// The statements that create the entity and join tables in an empty database (`Z_PRIMARYKEY`
     /// and `Z_METADATA` are the store's: see ``SQLiteStore``).
-    func createStatements() -> [String] {
+    func createStatements(_ dialect: SQLDialect = .sqlite) -> [String] {
         var statements: [String] = []
         for root in model.entitiesByCode.filter({ $0.superentity == nil }).sorted(by: { entityNumber(for: $0) < entityNumber(for: $1) }) {
             let table = tableName(for: root)
             var definitions = [
-                "\(Self.primaryKeyColumn) INTEGER PRIMARY KEY",
-                "\(Self.entityColumn) INTEGER",
-                "\(Self.versionColumn) INTEGER",
+                "\(dialect.name(Self.primaryKeyColumn)) \(dialect.integer) PRIMARY KEY",
+                "\(dialect.name(Self.entityColumn)) \(dialect.integer)",
+                "\(dialect.name(Self.versionColumn)) \(dialect.integer)",
             ]
             var indexes: [String] = []
             for entity in root.selfAndDescendants.sorted(by: { entityNumber(for: $0) < entityNumber(for: $1) }) {
                 for property in entity.declaredProperties {
                     if let attribute = property as? AttributeDescription, !attribute.isTransient {
-                        definitions.append("\(Self.quote(columnName(for: attribute))) \(Self.columnType(attribute.attributeType))")
+                        definitions.append("\(Self.quote(columnName(for: attribute))) \(dialect.columnType(attribute.attributeType))")
                     } else if let relationship = property as? RelationshipDescription, !relationship.isToMany {
                         let column = columnName(for: relationship)
-                        definitions.append("\(Self.quote(column)) INTEGER")
+                        definitions.append("\(Self.quote(column)) \(dialect.integer)")
                         if let entityColumn = entityColumnName(forToOne: relationship) {
-                            definitions.append("\(Self.quote(entityColumn)) INTEGER")
+                            definitions.append("\(Self.quote(entityColumn)) \(dialect.integer)")
                         }
                         indexes.append(column)
                     }
                 }
             }
             for column in extraColumns[table] ?? [] {
-                definitions.append("\(Self.quote(column)) INTEGER")
+                definitions.append("\(Self.quote(column)) \(dialect.integer)")
                 if !column.hasPrefix("Z_FOK_") { indexes.append(column) }
             }
             statements.append("CREATE TABLE \(Self.quote(table)) ( \(definitions.joined(separator: ", ")) )")
@@ -345,14 +345,14 @@ struct SQLiteSchema: Sendable {
                 statements.append("CREATE INDEX \(Self.quote("\(table)_\(column)_INDEX")) ON \(Self.quote(table)) (\(Self.quote(column)))")
             }
             if !root.subentities.isEmpty {
-                statements.append("CREATE INDEX \(Self.quote("\(table)_Z_ENT_INDEX")) ON \(Self.quote(table)) (Z_ENT)")
+                statements.append("CREATE INDEX \(Self.quote("\(table)_Z_ENT_INDEX")) ON \(Self.quote(table)) (\(dialect.name(Self.entityColumn)))")
             }
-            statements += uniquenessIndexStatements(root: root)
+            statements += uniquenessIndexStatements(root: root, dialect)
         }
         for join in joinTables {
-            let orders = join.orders.map { ", \(Self.quote($0)) INTEGER" }.joined()
+            let orders = join.orders.map { ", \(Self.quote($0)) \(dialect.integer)" }.joined()
             statements.append("""
-                CREATE TABLE \(Self.quote(join.table)) ( \(Self.quote(join.first)) INTEGER, \(Self.quote(join.second)) INTEGER\(orders), \
+                CREATE TABLE \(Self.quote(join.table)) ( \(Self.quote(join.first)) \(dialect.integer), \(Self.quote(join.second)) \(dialect.integer)\(orders), \
                 PRIMARY KEY (\(Self.quote(join.first)), \(Self.quote(join.second))) )
                 """)
             statements.append("""
@@ -362,4 +362,43 @@ struct SQLiteSchema: Sendable {
         }
         return statements
     }
+}
+
+/// What differs between the SQL of the stores that share the relational layout: column types, and
+/// how an index orders text by its bytes.
+struct SQLDialect: Sendable {
+    /// The type of key, entity, version, foreign-key and order columns.
+    var integer: String
+    /// The column type of an attribute.
+    var columnType: @Sendable (AttributeType) -> String
+    /// The clause after an indexed column that orders text by its bytes (or code points).
+    var binaryCollation: @Sendable (PropertyDescription) -> String
+    /// How the DDL writes the names of the key, entity and version columns (Z_PK, Z_ENT, Z_OPT):
+    /// bare in SQLite, as Core Data writes them; quoted in PostgreSQL, which would fold them to
+    /// lower case, so that every name of a store keeps Core Data's capitals.
+    var name: @Sendable (String) -> String
+
+    /// Core Data's SQLite layout.
+    static let sqlite = SQLDialect(integer: "INTEGER", columnType: SQLiteSchema.columnType, binaryCollation: { _ in " COLLATE BINARY" }, name: { $0 })
+
+    /// PostgreSQL: 64-bit integers, doubles for dates (seconds since 2001, as Core Data), exact
+    /// numerics for decimals, text in the "C" collation (code-point order, as SQLite's BINARY for
+    /// UTF-8) and bytea.
+    static let postgres = SQLDialect(
+        integer: "BIGINT",
+        columnType: { type in
+            switch type {
+            case .integer16, .integer32, .integer64: "BIGINT"
+            case .boolean: "BOOLEAN"
+            case .double, .float, .date: "DOUBLE PRECISION"
+            case .decimal: "NUMERIC"
+            case .string, .uri: "TEXT COLLATE \"C\""
+            case .binaryData, .uuid, .transformable: "BYTEA"
+            }
+        },
+        binaryCollation: { property in
+            guard let attribute = property as? AttributeDescription, [.string, .uri].contains(attribute.attributeType) else { return "" }
+            return " COLLATE \"C\""
+        },
+        name: SQLiteSchema.quote)
 }

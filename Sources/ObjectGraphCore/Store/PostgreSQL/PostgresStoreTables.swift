@@ -1,0 +1,98 @@
+import Foundation
+
+/// A PostgreSQL store's tables, in the schema its URL names (`?schema=`, else `public`): Core Data's
+/// relational layout (``SQLiteSchema``, with PostgreSQL's column types: ``SQLDialect/postgres``),
+/// `Z_PRIMARYKEY` (the largest key of each entity), and `Z_METADATA` (every name quoted, so kept in
+/// capitals) (the store's UUID and, as a
+/// binary property list, Core Data's metadata with the model's version hashes).
+///
+/// Opening is one transaction, serialized between processes by an advisory lock on the schema:
+/// the first process to open an empty schema creates everything (PostgreSQL's DDL is
+/// transactional, so a failure leaves nothing behind); every other one reads the metadata, and a
+/// store written with another model is refused.
+enum PostgresStoreTables {
+    static let metadataTable = SQLiteSchema.metadataTable
+    static let primaryKeyTable = SQLiteSchema.primaryKeyTable
+
+    /// The schema a store URL names (`?schema=NAME`), `public` when it names none.
+    static func schemaName(in url: URL) -> String {
+        URLComponents(url: url, resolvingAgainstBaseURL: false)?.queryItems?.first { $0.name == "schema" }?.value ?? "public"
+    }
+
+    /// Creates the store's tables in an empty schema, or checks the model of the store the schema
+    /// holds; returns the store's metadata (its UUID under ``PersistentStore/metadataIdentifierKey``).
+    ///
+    /// - Throws: ``ObjectGraphError/incompatibleModel`` for a store written with another model, or
+    ///   a schema that holds other tables; ``ObjectGraphError/io`` when the server cannot be reached.
+    static func open(_ driver: any PostgresDriver, schema: SQLiteSchema, schemaName: String, location: String) throws -> [String: any Sendable] {
+        do {
+            return try driver.transaction(isolation: .readCommitted, readOnly: false) { session in
+                let quotedSchema = SQLiteSchema.quote(schemaName)
+                // One opener at a time per schema (the lock ends with the transaction).
+                _ = try session.query("SELECT pg_advisory_xact_lock(hashtext($1))", [.text("ObjectGraph store " + schemaName)])
+                try session.execute("CREATE SCHEMA IF NOT EXISTS \(quotedSchema)", [])
+                let tables = try session.query(
+                    "SELECT table_name FROM information_schema.tables WHERE table_schema = $1 ORDER BY table_name", [.text(schemaName)]
+                ).compactMap { row -> String? in if case .text(let name) = row.first { name } else { nil } }
+                if tables.isEmpty { return try create(session, schema: schema, schemaName: schemaName) }
+                guard tables.contains(metadataTable) else {
+                    throw ObjectGraphError(
+                        .incompatibleModel,
+                        "The schema \(schemaName) of \(location) holds tables (\(tables.prefix(3).joined(separator: ", "))) but no ObjectGraph store; give the store a schema of its own (?schema=NAME)")
+                }
+                let rows = try session.query("SELECT \"Z_UUID\", \"Z_PLIST\" FROM \(quotedSchema).\(SQLiteSchema.quote(metadataTable)) ORDER BY \"Z_VERSION\" LIMIT 1", [])
+                guard let row = rows.first, case .text(let identifier) = row[0], case .bytes(let plist) = row[1],
+                      var metadata = SQLiteStoreMetadata.decode(plist)
+                else {
+                    throw ObjectGraphError(.incompatibleModel, "The store in schema \(schemaName) of \(location) has no readable metadata")
+                }
+                metadata[PersistentStore.metadataIdentifierKey] = identifier
+                if let hashes = SQLiteStoreMetadata.versionHashes(in: metadata),
+                   let problem = SQLiteStoreMetadata.incompatibility(of: hashes, with: schema.model) {
+                    throw ObjectGraphError(
+                        .incompatibleModel, "The store in schema \(schemaName) of \(location) was written with another model (\(problem))")
+                }
+                return metadata
+            }
+        } catch let error as PostgresDriverError {
+            throw translate(error, location: location, while: "opening the store")
+        }
+    }
+
+    /// Creates everything in the (empty) schema, in the caller's transaction.
+    private static func create(_ session: any PostgresSession, schema: SQLiteSchema, schemaName: String) throws -> [String: any Sendable] {
+        let quotedSchema = SQLiteSchema.quote(schemaName)
+        // Unqualified names below are the schema's.
+        try session.execute("SET LOCAL search_path TO \(quotedSchema)", [])
+        try session.execute("CREATE TABLE \(SQLiteSchema.quote(primaryKeyTable)) (\"Z_ENT\" BIGINT PRIMARY KEY, \"Z_NAME\" TEXT, \"Z_SUPER\" BIGINT, \"Z_MAX\" BIGINT)", [])
+        try session.execute("CREATE TABLE \(SQLiteSchema.quote(metadataTable)) (\"Z_VERSION\" BIGINT PRIMARY KEY, \"Z_UUID\" TEXT, \"Z_PLIST\" BYTEA)", [])
+        for statement in schema.createStatements(.postgres) + schema.userIndexStatements(.postgres) {
+            try session.execute(statement, [])
+        }
+        for (number, name, superentity) in schema.primaryKeyRows() {
+            try session.execute(
+                "INSERT INTO \(SQLiteSchema.quote(primaryKeyTable)) (\"Z_ENT\", \"Z_NAME\", \"Z_SUPER\", \"Z_MAX\") VALUES ($1, $2, $3, 0)",
+                [.int(Int64(number)), .text(name), .int(Int64(superentity))])
+        }
+        let identifier = UUID().uuidString
+        var metadata = SQLiteStoreMetadata.new(model: schema.model)
+        metadata[PersistentStore.metadataTypeKey] = StoreType.postgres.rawValue
+        try session.execute(
+            "INSERT INTO \(SQLiteSchema.quote(metadataTable)) (\"Z_VERSION\", \"Z_UUID\", \"Z_PLIST\") VALUES (1, $1, $2)",
+            [.text(identifier), .bytes(try SQLiteStoreMetadata.encode(metadata))])
+        metadata[PersistentStore.metadataIdentifierKey] = identifier
+        return metadata
+    }
+
+    /// A driver error as an ObjectGraphError that says where and while doing what.
+    static func translate(_ error: PostgresDriverError, location: String, while doing: String) -> ObjectGraphError {
+        switch error.kind {
+        case .connection:
+            return ObjectGraphError(.io, "The PostgreSQL server of \(location) could not be reached while \(doing): \(error.message)")
+        case .server where error.sqlState == "3D000" || error.sqlState == "28000" || error.sqlState == "28P01":
+            return ObjectGraphError(.io, "The PostgreSQL server refused \(location) while \(doing): \(error.message)")
+        case .server, .other:
+            return ObjectGraphError(.io, "PostgreSQL failed while \(doing) in \(location): \(error)")
+        }
+    }
+}
