@@ -42,11 +42,21 @@ final class PostgresTestServer: Sendable {
         let port = try freePort()
         let server = PostgresTestServer(serverURL: "postgres://postgres@127.0.0.1:\(port)", port: port, dataDirectory: data)
         try server.startServer()
-        atexit_b { [data] in
-            _ = try? PostgresTestServer.asServerUser(binaries.appendingPathComponent("pg_ctl").path, ["-D", data.path, "-m", "immediate", "-w", "stop"])
-            try? FileManager.default.removeItem(at: data.deletingLastPathComponent())
-        }
+        try watch(data: data, folder: folder)
         return server
+    }
+
+    /// Starts a watchdog, a shell in the background that outlives this process: when the test
+    /// process has gone (however it ended: `exit`, a crash, a signal), it stops the cluster and
+    /// removes its folder. (An `atexit` hook did not: test runners end in ways that skip it, and
+    /// clusters were left running.)
+    private static func watch(data: URL, folder: URL) throws {
+        let stop = (geteuid() == 0 ? "/usr/sbin/runuser -u postgres -- " : "") + binaries.appendingPathComponent("pg_ctl").path
+        let script = """
+            ( trap '' HUP INT TERM; while kill -0 \(getpid()) 2>/dev/null; do sleep 1; done; \
+            \(stop) -D '\(data.path)' -m immediate -w stop; rm -rf '\(folder.path)' ) </dev/null >/dev/null 2>&1 &
+            """
+        try run("/bin/sh", ["-c", script])
     }
 
     /// Starts (or starts again) the server of a cluster the tests made.
@@ -119,13 +129,3 @@ final class PostgresTestServer: Sendable {
         return text.trimmingCharacters(in: .whitespacesAndNewlines)
     }
 }
-
-/// `atexit` with a closure (the C function takes none).
-private func atexit_b(_ body: @escaping @Sendable () -> Void) {
-    atExitActions.withLock { $0.append(body) }
-    if atExitActions.withLock({ $0.count }) == 1 {
-        atexit { for action in atExitActions.withLock({ $0 }) { action() } }
-    }
-}
-
-private let atExitActions = Protected<[@Sendable () -> Void]>([])
