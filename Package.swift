@@ -48,8 +48,7 @@ let package = Package(
             swiftSettings: fuzzSwiftSettings
         ),
         // The PostgreSQL store's connections, over PostgresNIO: the core finds it by name when a program
-        // links it, so the core and the `objectgraph` tool build no SwiftNIO. (ObjectGraph will link it
-        // when the PostgreSQL store lands; until then only the tests do.)
+        // links it (ObjectGraph does), so the core and the `objectgraph` tool build no SwiftNIO.
         .target(
             name: "ObjectGraphPostgres",
             dependencies: [
@@ -62,10 +61,10 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
-        // What apps import: the core, re-exported, and the macros (@Managed, @Attribute, ...).
+        // What apps import: the core, re-exported, the PostgreSQL driver, and the macros (@Managed, @Attribute, ...).
         .target(
             name: "ObjectGraph",
-            dependencies: ["ObjectGraphCore", "ObjectGraphMacros"]
+            dependencies: ["ObjectGraphCore", "ObjectGraphPostgres", "ObjectGraphMacros"]
         ),
         .macro(
             name: "ObjectGraphMacros",

@@ -103,9 +103,10 @@ public final class PersistentStoreCoordinator: Sendable, CustomStringConvertible
     /// ```
     ///
     /// - Parameters:
-    ///   - type: SQLite, in-memory, binary or XML.
+    ///   - type: SQLite, in-memory, binary, XML or PostgreSQL (see <doc:ScalingOutWithPostgreSQL>).
     ///   - configuration: the model configuration whose entities the store holds; nil for all.
-    ///   - url: the store's file; for an in-memory store, nil or any URL.
+    ///   - url: the store's file; for an in-memory store, nil or any URL; for a PostgreSQL store,
+    ///     `postgres://user:password@host:port/database` (`?schema=NAME` for a schema other than `public`).
     ///   - options: ``PersistentStoreOption`` keys: durability (`synchronous` FULL by default, or NORMAL),
     ///     read-only, reader count, busy timeout.
     /// - Throws: ``ObjectGraphError/invalidModel`` when the model is invalid,
@@ -158,6 +159,15 @@ public final class PersistentStoreCoordinator: Sendable, CustomStringConvertible
                 sqlLog: SQLDebugLog.make(logger: logger, optionLevel: options.sqlDebugLevel, store: url.lastPathComponent))
         case .inMemory:
             backend = InMemoryStore(model: managedObjectModel)
+        case .postgres:
+            guard let url else {
+                throw ObjectGraphError(.io, "A \(type) store needs a postgres://user:password@host:port/database URL")
+            }
+            if let existing = persistentStores.first(where: { $0.url == url }) {
+                throw ObjectGraphError(.io, "The store at \(url.host ?? "")\(url.path) is already added to this coordinator as \(existing.identifier)", url: url)
+            }
+            // Connections: one per reader the options allow, and one for saves.
+            backend = try PostgresStore(url: url, model: managedObjectModel, readOnly: readOnly, maximumConnections: readers + 1, logger: logger)
         case .binary, .xml:
             guard let url else { throw ObjectGraphError(.io, "A \(type) store needs a file URL") }
             backend = try AtomicStore(url: url, model: managedObjectModel, format: type == .xml ? .xml : .binary, readOnly: readOnly)

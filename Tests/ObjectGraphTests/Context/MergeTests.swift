@@ -20,7 +20,7 @@ struct MergeTests {
         var all: [Notification] { lock.lock(); defer { lock.unlock() }; return notifications }
     }
 
-    @Test(arguments: StoreKind.allCases)
+    @Test(arguments: StoreKind.everyStore)
     func savesAndPendingChangesPostTheirNotifications(_ kind: StoreKind) throws {
         let stack = try TestStack(kind)
         let context = stack.context()
@@ -50,7 +50,7 @@ struct MergeTests {
         #expect(try ManagedObjectContext.SaveChanges(#require(didSave.all.last)).map(\.deletedObjectIDs) == [note.objectID])
     }
 
-    @Test(arguments: StoreKind.allCases)
+    @Test(arguments: StoreKind.everyStore)
     func mergingASaveUpdatesDeletesAndKeepsLocalChanges(_ kind: StoreKind) throws {
         let stack = try TestStack(kind)
         let writer = stack.context("writer")
@@ -151,7 +151,7 @@ struct MergeTests {
         #expect(title == "v2")
     }
 
-    @Test(arguments: StoreKind.allCases)
+    @Test(arguments: StoreKind.everyStore)
     func stalenessIntervalDecidesWhetherFaultsUseTheRowCache(_ kind: StoreKind) throws {
         let stack = try TestStack(kind)
         let writer = stack.context()
@@ -194,7 +194,7 @@ struct MergeTests {
         return (object.value(forKey: "title") as? String, object.value(forKey: "rank") as? Int64)
     }
 
-    @Test(arguments: StoreKind.allCases)
+    @Test(arguments: StoreKind.everyStore)
     func theErrorPolicyReportsEveryConflictWithItsSnapshots(_ kind: StoreKind) throws {
         let (stack, id, second, _, result) = try conflict(kind, policy: .error)
         guard case .failure(let error) = result else { Issue.record("expected a conflict"); return }
@@ -209,7 +209,7 @@ struct MergeTests {
         #expect(try stored(stack, id) == ("theirs", 2))
     }
 
-    @Test(arguments: StoreKind.allCases)
+    @Test(arguments: StoreKind.everyStore)
     func objectTrumpKeepsMyChangedPropertiesAndTheirOthers(_ kind: StoreKind) throws {
         let (stack, id, _, object, result) = try conflict(kind, policy: .mergeByPropertyObjectTrump)
         #expect(throws: Never.self) { try result.get() }
@@ -217,7 +217,7 @@ struct MergeTests {
         #expect(object.value(forKey: "rank") as? Int64 == 2)
     }
 
-    @Test(arguments: StoreKind.allCases)
+    @Test(arguments: StoreKind.everyStore)
     func storeTrumpKeepsTheirChangedProperties(_ kind: StoreKind) throws {
         let (stack, id, _, object, result) = try conflict(kind, policy: .mergeByPropertyStoreTrump)
         #expect(throws: Never.self) { try result.get() }
@@ -225,14 +225,14 @@ struct MergeTests {
         #expect(object.value(forKey: "title") as? String == "theirs")
     }
 
-    @Test(arguments: StoreKind.allCases)
+    @Test(arguments: StoreKind.everyStore)
     func overwriteWritesTheWholeObject(_ kind: StoreKind) throws {
         let (stack, id, _, _, result) = try conflict(kind, policy: .overwrite)
         #expect(throws: Never.self) { try result.get() }
         #expect(try stored(stack, id) == ("mine", 1))
     }
 
-    @Test(arguments: StoreKind.allCases)
+    @Test(arguments: StoreKind.everyStore)
     func rollbackDiscardsMyConflictingChanges(_ kind: StoreKind) throws {
         let (stack, id, second, object, result) = try conflict(kind, policy: .rollback)
         #expect(throws: Never.self) { try result.get() }
@@ -249,7 +249,7 @@ struct MergeTests {
         ])
     }
 
-    @Test(arguments: StoreKind.allCases)
+    @Test(arguments: StoreKind.everyStore)
     func objectTrumpTurnsADuplicateInsertIntoAnUpsert(_ kind: StoreKind) throws {
         let stack = try TestStack(kind, model: Self.usersModel())
         let context = stack.context()
@@ -265,7 +265,7 @@ struct MergeTests {
         #expect(users.first?.value(forKey: "name") as? String == "New")
     }
 
-    @Test(arguments: StoreKind.allCases)
+    @Test(arguments: StoreKind.everyStore)
     func storeTrumpKeepsTheExistingRowForADuplicateInsert(_ kind: StoreKind) throws {
         let stack = try TestStack(kind, model: Self.usersModel())
         let context = stack.context()
@@ -281,7 +281,7 @@ struct MergeTests {
         #expect(users.map { $0.value(forKey: "name") as? String } == ["Old"])
     }
 
-    @Test(arguments: StoreKind.allCases)
+    @Test(arguments: StoreKind.everyStore)
     func anUnrelatedObjectWithTheExistingRowsKeyDoesNotBlockTheUpsert(_ kind: StoreKind) throws {
         // Keys are per table: the group saved with the duplicate gets key 1 in its own table, the
         // key of the existing user in the users' table. That is no reason to refuse the upsert.
@@ -306,7 +306,7 @@ struct MergeTests {
         #expect(users.map { $0.value(forKey: "name") as? String } == ["New"])
     }
 
-    @Test(arguments: StoreKind.allCases)
+    @Test(arguments: StoreKind.everyStore)
     func duplicatesWithinOneSaveAreNeverMergedSilently(_ kind: StoreKind) throws {
         let stack = try TestStack(kind, model: Self.usersModel())
         let context = stack.context()
@@ -316,7 +316,7 @@ struct MergeTests {
         #expect(throws: ObjectGraphError.constraintConflict) { try context.save() }
     }
 
-    @Test(arguments: StoreKind.allCases)
+    @Test(arguments: StoreKind.everyStore)
     func anObjectDeletedElsewhereIsHandledBothWays(_ kind: StoreKind) throws {
         let stack = try TestStack(kind)
         let writer = stack.context("writer")

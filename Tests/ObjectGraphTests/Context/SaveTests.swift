@@ -21,7 +21,7 @@ struct SaveTests {
         ])
     }
 
-    @Test(arguments: StoreKind.allCases)
+    @Test(arguments: StoreKind.everyStore)
     func validationReportsEveryFailureAndWritesNothing(_ kind: StoreKind) throws {
         let stack = try TestStack(kind, model: Self.validatedModel())
         let context = stack.context()
@@ -53,7 +53,7 @@ struct SaveTests {
         #expect(try stack.context("reader").all("Member").count == 2)
     }
 
-    @Test(arguments: StoreKind.allCases)
+    @Test(arguments: StoreKind.everyStore)
     func cascadeAndNullifyRulesFollowTheGraph(_ kind: StoreKind) throws {
         let stack = try TestStack(kind)
         let context = stack.context()
@@ -82,7 +82,7 @@ struct SaveTests {
         #expect((try check.all("Tag").first?.value(forKey: "notes") as? Set<ManagedObject>)?.isEmpty == true)
     }
 
-    @Test(arguments: StoreKind.allCases)
+    @Test(arguments: StoreKind.everyStore)
     func theDenyRuleRefusesTheDeleteUntilTheRelationshipIsEmpty(_ kind: StoreKind) throws {
         let stack = try TestStack(kind, model: Self.validatedModel())
         let context = stack.context()
@@ -101,7 +101,7 @@ struct SaveTests {
         #expect(try stack.context().all("Account").isEmpty)
     }
 
-    @Test(arguments: StoreKind.allCases)
+    @Test(arguments: StoreKind.everyStore)
     func rollbackDiscardsEveryUnsavedChange(_ kind: StoreKind) throws {
         let stack = try TestStack(kind)
         let context = stack.context()
@@ -116,7 +116,7 @@ struct SaveTests {
         #expect(try context.all("Note").count == 1)
     }
 
-    @Test(arguments: StoreKind.allCases)
+    @Test(arguments: StoreKind.everyStore)
     func resetForgetsEverythingAndRefreshRereads(_ kind: StoreKind) throws {
         let stack = try TestStack(kind)
         let writer = stack.context("writer")
@@ -137,7 +137,7 @@ struct SaveTests {
         #expect(try reader.existingObject(with: note.objectID).value(forKey: "title") as? String == "v2")
     }
 
-    @Test(arguments: StoreKind.allCases)
+    @Test(arguments: StoreKind.everyStore)
     func refreshingWithMergeKeepsUnsavedChangesInTheSave(_ kind: StoreKind) throws {
         let stack = try TestStack(kind)
         let writer = stack.context("writer")
@@ -157,7 +157,7 @@ struct SaveTests {
         #expect(stored.value(forKey: "rank") as? Int64 == 7)
     }
 
-    @Test(arguments: StoreKind.allCases)
+    @Test(arguments: StoreKind.everyStore)
     func aConflictingSaveThrowsAndWritesNothing(_ kind: StoreKind) throws {
         let stack = try TestStack(kind)
         let setup = stack.context("setup")
@@ -176,7 +176,7 @@ struct SaveTests {
         #expect(try stack.context().existingObject(with: note.objectID).value(forKey: "title") as? String == "first")
     }
 
-    @Test(arguments: StoreKind.allCases)
+    @Test(arguments: StoreKind.everyStore)
     func addingToASharedParentFromTwoContextsDoesNotConflict(_ kind: StoreKind) throws {
         let stack = try TestStack(kind)
         let setup = stack.context("setup")
@@ -207,7 +207,7 @@ struct SaveTests {
         #expect(throws: ObjectGraphError.mergeConflict) { try second.save() }
     }
 
-    @Test(arguments: StoreKind.allCases)
+    @Test(arguments: StoreKind.everyStore)
     func uniquenessConstraintsRefuseDuplicates(_ kind: StoreKind) throws {
         let model = ManagedObjectModel(entities: [
             EntityDescription(name: "User", properties: [.attribute("email", .string)], uniquenessConstraints: [["email"]]),
@@ -225,7 +225,7 @@ struct SaveTests {
         #expect(try stack.context().all("User").count == 2)
     }
 
-    @Test(arguments: StoreKind.allCases)
+    @Test(arguments: StoreKind.everyStore)
     func objectIDsArePermanentAfterSaveAndRoundTripThroughURIs(_ kind: StoreKind) throws {
         let stack = try TestStack(kind)
         let context = stack.context()
@@ -250,7 +250,7 @@ struct SaveTests {
         #expect(stack.context("fresh").registeredObject(for: id) == nil)
     }
 
-    @Test(arguments: StoreKind.allCases)
+    @Test(arguments: StoreKind.everyStore)
     func aFaultOfADeletedRowBecomesDeletedWhenAllowed(_ kind: StoreKind) throws {
         let stack = try TestStack(kind)
         let context = stack.context()
@@ -266,7 +266,7 @@ struct SaveTests {
         #expect(fault.isDeleted)
     }
 
-    @Test(arguments: StoreKind.allCases)
+    @Test(arguments: StoreKind.everyStore)
     func entityInheritanceFetchesSubentitiesFromOneTable(_ kind: StoreKind) throws {
         let model = ManagedObjectModel(entities: [
             EntityDescription(name: "Shape", isAbstract: true, properties: [

@@ -52,7 +52,7 @@ struct FetchThroughContextTests {
         ("FALSEPREDICATE", [], []),
     ]
 
-    @Test(arguments: StoreKind.allCases)
+    @Test(arguments: StoreKind.everyStore)
     func everyOperatorGivesTheSameAnswerOnEveryStoreAndForPendingChanges(_ kind: StoreKind) throws {
         let stack = try TestStack(kind)
         let pending = stack.context("pending")
@@ -72,7 +72,7 @@ struct FetchThroughContextTests {
         }
     }
 
-    @Test(arguments: StoreKind.allCases)
+    @Test(arguments: StoreKind.everyStore)
     func sortingLimitAndOffsetAgreeOnEveryStore(_ kind: StoreKind) throws {
         let stack = try TestStack(kind)
         let context = stack.context()
@@ -94,7 +94,7 @@ struct FetchThroughContextTests {
     /// A predicate or sort that reads a related object (`folder.name`) sees that object's unsaved
     /// changes, though the fetched objects themselves did not change (Core Data's store answers
     /// from the saved related rows here).
-    @Test(arguments: StoreKind.allCases)
+    @Test(arguments: StoreKind.everyStore)
     func predicatesAndSortsThroughARelationshipSeeUnsavedChangesOfTheRelatedObjects(_ kind: StoreKind) throws {
         let stack = try TestStack(kind)
         let context = stack.context()

@@ -84,7 +84,7 @@ struct ManagedModelTests {
         #expect(model.entitiesByName["Shape"] != nil)
     }
 
-    @Test(arguments: StoreKind.allCases)
+    @Test(arguments: StoreKind.everyStore)
     func typedAccessorsReadWriteFaultAndTrackChanges(_ kind: StoreKind) throws {
         let stack = try TestStack(kind, model: TestModels.typed())
         let context = stack.context()
@@ -126,7 +126,7 @@ struct ManagedModelTests {
         #expect(inbox.notes.isEmpty)
     }
 
-    @Test(arguments: StoreKind.allCases)
+    @Test(arguments: StoreKind.everyStore)
     func everyPropertyShapeRoundTripsThroughTheStore(_ kind: StoreKind) throws {
         let stack = try TestStack(kind, model: TestModels.typed())
         let context = stack.context()

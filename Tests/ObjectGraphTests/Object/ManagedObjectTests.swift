@@ -20,7 +20,7 @@ struct ManagedObjectTests {
 
     struct Point: Codable, Equatable { var x: Int; var y: Int }
 
-    @Test(arguments: StoreKind.allCases)
+    @Test(arguments: StoreKind.everyStore)
     func everyAttributeTypeRoundTripsThroughTheStore(_ kind: StoreKind) throws {
         let stack = try TestStack(kind, model: Self.allTypesModel())
         let context = stack.context()
@@ -55,7 +55,7 @@ struct ManagedObjectTests {
         #expect(fetched.value(forKey: "scratch") == nil, "transient attributes are not stored")
     }
 
-    @Test(arguments: StoreKind.allCases)
+    @Test(arguments: StoreKind.everyStore)
     func aValueOfTheWrongTypeFailsValidationAtSaveWithoutCrashing(_ kind: StoreKind) throws {
         let stack = try TestStack(kind)
         let context = stack.context()
@@ -83,7 +83,7 @@ struct ManagedObjectTests {
         try context.save()
     }
 
-    @Test(arguments: StoreKind.allCases)
+    @Test(arguments: StoreKind.everyStore)
     func settingAToOneKeepsTheInverseToManyInSync(_ kind: StoreKind) throws {
         let stack = try TestStack(kind)
         let context = stack.context()
@@ -115,7 +115,7 @@ struct ManagedObjectTests {
         #expect((inbox3.value(forKey: "notes") as? Set<ManagedObject>)?.count == 1)
     }
 
-    @Test(arguments: StoreKind.allCases)
+    @Test(arguments: StoreKind.everyStore)
     func manyToManyRelationshipsPersistFromEitherSide(_ kind: StoreKind) throws {
         let stack = try TestStack(kind)
         let context = stack.context()
@@ -143,7 +143,7 @@ struct ManagedObjectTests {
         #expect(Dictionary(uniqueKeysWithValues: counts) == ["db": 1, "swift": 0])
     }
 
-    @Test(arguments: StoreKind.allCases)
+    @Test(arguments: StoreKind.everyStore)
     func orderedToManyKeepsItsOrder(_ kind: StoreKind) throws {
         let model = ManagedObjectModel(entities: [
             EntityDescription(name: "List", properties: [
@@ -171,7 +171,7 @@ struct ManagedObjectTests {
         #expect(pinned.map { $0.value(forKey: "n") as? Int64 } == [2, 1])
     }
 
-    @Test(arguments: StoreKind.allCases)
+    @Test(arguments: StoreKind.everyStore)
     func oneToOneRelationshipsStealTheirPartner(_ kind: StoreKind) throws {
         let model = ManagedObjectModel(entities: [
             EntityDescription(name: "Person", properties: [
@@ -193,7 +193,7 @@ struct ManagedObjectTests {
         try context.save()
     }
 
-    @Test(arguments: StoreKind.allCases)
+    @Test(arguments: StoreKind.everyStore)
     func stateFlagsChangedValuesAndCommittedValues(_ kind: StoreKind) throws {
         let stack = try TestStack(kind)
         let context = stack.context()

@@ -92,7 +92,7 @@ struct StoreTests {
         #expect(!notes.map(\.objectID).contains(extra.objectID))
     }
 
-    @Test(arguments: StoreKind.allCases)
+    @Test(arguments: StoreKind.everyStore)
     func inMemoryStoresAreNewEachTime(_ kind: StoreKind) throws {
         let coordinator = PersistentStoreCoordinator(managedObjectModel: TestModels.notes())
         let a = try coordinator.addPersistentStore(type: .inMemory, at: nil)
@@ -101,7 +101,7 @@ struct StoreTests {
         #expect(coordinator.persistentStores.count == 2)
     }
 
-    @Test(arguments: StoreKind.allCases)
+    @Test(arguments: StoreKind.everyStore)
     func aSecondContextFaultsFromTheRowCacheWithoutSQL(_ kind: StoreKind) throws {
         let stack = try TestStack(kind)
         let writer = stack.context("writer")
@@ -126,7 +126,7 @@ struct StoreTests {
         #expect(stack.coordinator.statistics.rowCacheCount == 0)
     }
 
-    @Test(arguments: StoreKind.allCases)
+    @Test(arguments: StoreKind.everyStore)
     func fetchedObjectsAreFaultsUnlessAskedOtherwise(_ kind: StoreKind) throws {
         let stack = try TestStack(kind)
         let writer = stack.context()
@@ -144,7 +144,7 @@ struct StoreTests {
         #expect(try other.fetch(request).first === other.registeredObjects.first)
     }
 
-    @Test(arguments: StoreKind.allCases)
+    @Test(arguments: StoreKind.everyStore)
     func batchedFetchesLoadRowsOneBatchAtATime(_ kind: StoreKind) throws {
         let stack = try TestStack(kind)
         let writer = stack.context()
@@ -165,7 +165,7 @@ struct StoreTests {
         #expect(stack.coordinator.statistics.faultsFromStore - before == 250)
     }
 
-    @Test(arguments: StoreKind.allCases)
+    @Test(arguments: StoreKind.everyStore)
     func batchedResultsKeepOnlyTheBatchInUse(_ kind: StoreKind) throws {
         let stack = try TestStack(kind)
         let writer = stack.context()
@@ -191,7 +191,7 @@ struct StoreTests {
         #expect(results.objectID(at: 0) == results[0].objectID)
     }
 
-    @Test(arguments: StoreKind.allCases)
+    @Test(arguments: StoreKind.everyStore)
     func prefetchingReadsRelationshipsInOneQueryPerKeyPath(_ kind: StoreKind) throws {
         let stack = try TestStack(kind)
         let writer = stack.context()
@@ -221,7 +221,7 @@ struct StoreTests {
         #expect(stack.coordinator.statistics.sqlStatements == before)
     }
 
-    @Test(arguments: StoreKind.allCases)
+    @Test(arguments: StoreKind.everyStore)
     func idDictionaryAndCountResultsFollowTheGenericParameter(_ kind: StoreKind) throws {
         let stack = try TestStack(kind)
         let context = stack.context()
@@ -247,7 +247,7 @@ struct StoreTests {
         #expect(try context.count(for: limited) == 2)
     }
 
-    @Test(arguments: StoreKind.allCases)
+    @Test(arguments: StoreKind.everyStore)
     func fetchesReflectPendingChanges(_ kind: StoreKind) throws {
         let stack = try TestStack(kind)
         let context = stack.context()

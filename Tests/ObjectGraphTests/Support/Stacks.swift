@@ -3,9 +3,15 @@ import Testing
 import ObjectGraph
 @testable import ObjectGraphCore
 
-/// The kinds of store every behaviour is tested on: every store type.
+/// The kinds of store every behaviour is tested on: every store type. `allCases` are the local
+/// ones; ``everyStore`` adds PostgreSQL (a database of the tests' throwaway server, see
+/// ``PostgresTestServer``), for the suites that run on it too.
 enum StoreKind: String, CaseIterable, CustomTestStringConvertible, Sendable {
-    case sqlite, inMemory, binary, xml
+    case sqlite, inMemory, binary, xml, postgres
+
+    static var allCases: [StoreKind] { [.sqlite, .inMemory, .binary, .xml] }
+    /// The local stores and PostgreSQL.
+    static let everyStore: [StoreKind] = allCases + [.postgres]
 
     var testDescription: String { rawValue }
     var type: StoreType {
@@ -14,6 +20,17 @@ enum StoreKind: String, CaseIterable, CustomTestStringConvertible, Sendable {
         case .inMemory: .inMemory
         case .binary: .binary
         case .xml: .xml
+        case .postgres: .postgres
+        }
+    }
+
+    /// Where a new store of this kind goes: a file in `directory`, nil in memory, a new database
+    /// on the PostgreSQL test server.
+    func newStoreURL(in directory: TemporaryDirectory) throws -> URL? {
+        switch self {
+        case .inMemory: nil
+        case .postgres: try PostgresTestServer.shared.get().makeDatabase()
+        default: directory.file("store.\(rawValue)")
         }
     }
 }
@@ -36,14 +53,15 @@ final class TestStack: @unchecked Sendable {
     let directory = TemporaryDirectory()
     let coordinator: PersistentStoreCoordinator
     let store: PersistentStore
-    var storeURL: URL { directory.file("store.\(kind.rawValue)") }
+    /// The store's file (or database): nil in memory.
+    let storeURL: URL!
 
     init(_ kind: StoreKind, model: ManagedObjectModel = TestModels.notes()) throws {
         self.kind = kind
         self.model = model
         coordinator = PersistentStoreCoordinator(managedObjectModel: model)
-        store = try coordinator.addPersistentStore(
-            type: kind.type, at: kind == .inMemory ? nil : directory.file("store.\(kind.rawValue)"))
+        storeURL = try kind.newStoreURL(in: directory)
+        store = try coordinator.addPersistentStore(type: kind.type, at: storeURL)
     }
 
     /// A new confinement context on the coordinator, for tests that run on one thread.

@@ -1,0 +1,119 @@
+import Foundation
+import Logging
+import Synchronization
+
+/// The PostgreSQL store: Core Data's relational layout (``SQLiteSchema`` with
+/// ``SQLDialect/postgres``) in a schema of a PostgreSQL database, shared by every coordinator,
+/// process and machine that adds the same URL, through a pool of connections (the driver of
+/// ObjectGraphPostgres, over PostgresNIO).
+///
+/// Saves run in one `READ COMMITTED` transaction each and lock the rows they check
+/// (`SELECT … FOR UPDATE`): a row's version (`Z_OPT`) cannot change between the check and the
+/// write, so optimistic locking is exact across processes without `SERIALIZABLE`'s retries of
+/// transactions that touched nothing in common. Reads run in `REPEATABLE READ` read-only
+/// transactions: every statement of one fetch sees one version of the database.
+final class PostgresStore: StoreBackend {
+    let identifier: String
+    let metadata: [String: any Sendable]
+    let url: URL
+    /// The URL without its password, for messages.
+    let location: String
+    let model: ManagedObjectModel
+    let schema: SQLiteSchema
+    /// The PostgreSQL schema holding the store's tables.
+    let schemaName: String
+    let driver: any PostgresDriver
+    let readOnly: Bool
+    let layouts: [Int: PostgresTableLayout]  // by root entity code
+    private let statements = Atomic<Int>(0)
+
+    var statementCount: Int { statements.load(ordering: .relaxed) }
+
+    init(url: URL, model: ManagedObjectModel, readOnly: Bool, maximumConnections: Int, logger: Logger) throws {
+        guard url.scheme == "postgres" || url.scheme == "postgresql" else {
+            throw ObjectGraphError(
+                .unsupported, "Cannot add a \(StoreType.postgres) store at \(url.absoluteString): its URL must be postgres://user:password@host:port/database",
+                url: url)
+        }
+        self.url = url
+        self.model = model
+        self.readOnly = readOnly
+        var shown = URLComponents(url: url, resolvingAgainstBaseURL: false)
+        if shown?.password != nil { shown?.password = "…" }
+        self.location = shown?.string ?? "the PostgreSQL database"
+        let schemaName = PostgresStoreTables.schemaName(in: url)
+        self.schemaName = schemaName
+        let schema = SQLiteSchema(model: model)
+        self.schema = schema
+        let driver = try PostgresDrivers.factory().connect(url: url, maximumConnections: max(1, maximumConnections), logger: logger)
+        self.driver = driver
+        do {
+            metadata = try PostgresStoreTables.open(driver, schema: schema, schemaName: schemaName, location: location)
+        } catch {
+            driver.close()
+            throw error
+        }
+        identifier = metadata[PersistentStore.metadataIdentifierKey] as? String ?? UUID().uuidString
+        var layouts: [Int: PostgresTableLayout] = [:]
+        let quotedSchema = SQLiteSchema.quote(schemaName)
+        for root in model.entitiesByCode where root.superentity == nil {
+            layouts[root.entityCode] = PostgresTableLayout(root: root, schema: schema) { "\(quotedSchema).\(SQLiteSchema.quote($0))" }
+        }
+        self.layouts = layouts
+    }
+
+    /// A table's name, qualified by the store's schema and quoted.
+    func table(_ name: String) -> String { "\(SQLiteSchema.quote(schemaName)).\(SQLiteSchema.quote(name))" }
+
+    /// The table of an entity (its root entity's).
+    func table(for entity: EntityDescription) -> String { table(schema.tableName(for: entity)) }
+
+    func count(_ n: Int = 1) { statements.add(n, ordering: .relaxed) }
+
+    /// A read in one `REPEATABLE READ` read-only transaction.
+    func read<T>(_ doing: String, _ body: (any PostgresSession) throws -> T) throws -> T {
+        do {
+            return try driver.transaction(isolation: .repeatableRead, readOnly: true, body)
+        } catch let error as PostgresDriverError {
+            throw translate(error, while: doing)
+        }
+    }
+
+    /// A write in one `READ COMMITTED` transaction: committed when `body` returns, rolled back when it throws.
+    func write<T>(_ doing: String, _ body: (any PostgresSession) throws -> T) throws -> T {
+        if readOnly {
+            throw ObjectGraphError(.readOnly, "The \(StoreType.postgres) store \(location) was added read-only: cannot do \(doing)", url: url)
+        }
+        do {
+            return try driver.transaction(isolation: .readCommitted, readOnly: false, body)
+        } catch let error as PostgresDriverError {
+            throw translate(error, while: doing)
+        }
+    }
+
+    /// A driver error as an ObjectGraphError that says what and where.
+    func translate(_ error: PostgresDriverError, while doing: String) -> ObjectGraphError {
+        switch (error.kind, error.sqlState) {
+        case (.server, "40001"?), (.server, "40P01"?), (.server, "55P03"?):
+            return ObjectGraphError(.busy, "The \(StoreType.postgres) store \(location) is busy (\(error.message)) while \(doing); nothing was written", url: url)
+        case (.server, "53100"?):
+            return ObjectGraphError(.diskFull, "The PostgreSQL server of \(location) is out of disk space (\(error.message)) while \(doing); nothing was written", url: url)
+        case (.server, "25006"?):
+            return ObjectGraphError(.readOnly, "The PostgreSQL server of \(location) refused a write (\(error.message)) while \(doing)", url: url)
+        default:
+            return PostgresStoreTables.translate(error, location: location, while: doing)
+        }
+    }
+
+    func pinVersion(store: PersistentStore) throws -> any PinnedStoreVersion {
+        throw ObjectGraphError(
+            .unsupported, "Query generations are not available on a \(StoreType.postgres) store yet (\(location)): read the current generation", url: url)
+    }
+
+    func executeBatch(_ request: StoreBatchRequest, store: PersistentStore) throws -> StoreBatchResult {
+        throw ObjectGraphError(
+            .unsupported, "Batch requests are not available on a \(StoreType.postgres) store yet (\(location)): fetch the objects and change them in a context", url: url)
+    }
+
+    func close() throws { driver.close() }
+}
