@@ -130,13 +130,19 @@ public final class PersistentStoreCoordinator: Sendable, CustomStringConvertible
         let options = try StoreOptions(options)
         let readOnly = options.readOnly, durability = options.durability
         let readers = options.maximumReaderCount, busyTimeout = options.busyTimeout
-        if type != .sqlite && (options.historyTracking || options.remoteChangeNotifications) {
+        if type == .postgres && options.historyTracking {
+            throw ObjectGraphError(
+                .unsupported,
+                "A \(type) store keeps no persistent history yet (its coordinators hear each other's commits without it): remove the \(PersistentStoreOption.persistentHistoryTracking) option",
+                url: url)
+        }
+        if type != .sqlite && type != .postgres && (options.historyTracking || options.remoteChangeNotifications) {
             throw ObjectGraphError(
                 .unsupported,
                 "A \(type) store keeps no persistent history and hears no remote changes (as in Core Data, only an SQLite store does): remove the \(options.historyTracking ? PersistentStoreOption.persistentHistoryTracking : PersistentStoreOption.remoteChangeNotificationPost) option",
                 url: url)
         }
-        if options.mergesRemoteChanges && !(options.historyTracking && options.remoteChangeNotifications) {
+        if type != .postgres && options.mergesRemoteChanges && !(options.historyTracking && options.remoteChangeNotifications) {
             throw ObjectGraphError(
                 .unsupported,
                 "\(PersistentStoreOption.mergesRemoteChangesAutomatically) needs \(PersistentStoreOption.persistentHistoryTracking) and \(PersistentStoreOption.remoteChangeNotificationPost) too: remote changes are merged from history",
@@ -178,6 +184,13 @@ public final class PersistentStoreCoordinator: Sendable, CustomStringConvertible
             type: type, url: url, configurationName: configuration, isReadOnly: readOnly, durability: durability, backend: backend)
         if options.remoteChangeNotifications, let sqlite = backend as? SQLiteStore {
             do { try startWatchingRemoteChanges(of: store, backend: sqlite, merging: options.mergesRemoteChanges) } catch {
+                try? backend.close()
+                throw error
+            }
+        }
+        // Coordinators sharing a PostgreSQL store always hear each other (that is what the store is for).
+        if let postgres = backend as? PostgresStore {
+            do { try startListeningForChanges(of: store, backend: postgres) } catch {
                 try? backend.close()
                 throw error
             }

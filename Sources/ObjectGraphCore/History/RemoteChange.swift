@@ -28,9 +28,17 @@ public struct RemoteChange: Sendable, Hashable {
     }
 }
 
+/// What hears a store's commits for its coordinator: ``SQLiteChangeWatcher``, ``PostgresChangeListener``.
+protocol RemoteChangeWatcher: AnyObject, Sendable {
+    /// Stops hearing; nothing is reported after it returns (unless called from a report).
+    func stop()
+}
+
+extension SQLiteChangeWatcher: RemoteChangeWatcher {}
+
 /// A coordinator's watchers and the continuations of its `remoteChanges` streams.
 struct RemoteChangeState {
-    var watchers: [ObjectIdentifier: SQLiteChangeWatcher] = [:]
+    var watchers: [ObjectIdentifier: any RemoteChangeWatcher] = [:]
     var streams: [Int: AsyncStream<RemoteChange>.Continuation] = [:]
     var nextStream = 0
 }
@@ -115,28 +123,64 @@ extension PersistentStoreCoordinator {
         // A commit that cannot be named row by row — a store without history, or history purged
         // before it was read (the watcher reports no transaction) — may have changed any row.
         if transactions?.isEmpty ?? true { rowCache.removeAll() }
-        if !foreign.isEmpty {
-            var inserted = Set<ManagedObjectID>(), updated = Set<ManagedObjectID>(), deleted = Set<ManagedObjectID>()
-            var keys: [ManagedObjectID: Set<String>] = [:]
-            for transaction in foreign {
-                guard let saved = ManagedObjectContext.SaveChanges(transaction.objectIDNotification()) else { continue }
-                inserted.formUnion(saved.insertedObjectIDs)
-                updated.formUnion(saved.updatedObjectIDs)
-                deleted.formUnion(saved.deletedObjectIDs)
-                keys.merge(saved.changedKeys) { $0.union($1) }
-            }
-            updated.subtract(deleted)
-            inserted.subtract(deleted)
-            rowCache.evict(Array(updated) + Array(deleted))
-            if merging && !(inserted.isEmpty && updated.isEmpty && deleted.isEmpty) {
-                didWriteWithoutContext(ManagedObjectContext.SaveChanges(
-                    insertedObjectIDs: inserted, updatedObjectIDs: updated, deletedObjectIDs: deleted, changedKeys: keys))
-            }
-        }
+        absorb(foreign.compactMap { ManagedObjectContext.SaveChanges($0.objectIDNotification()) }, merging: merging)
+        post(changes)
+    }
+
+    /// Posts `.persistentStoreRemoteChange` and yields on every `remoteChanges` stream, for each change.
+    private func post(_ changes: [RemoteChange]) {
         let continuations = remoteState.withLock { Array($0.streams.values) }
         for change in changes {
             NotificationCenter.default.post(name: .persistentStoreRemoteChange, object: self, userInfo: change.userInfo)
             for continuation in continuations { continuation.yield(change) }
         }
+    }
+
+    /// Commits made elsewhere: their rows leave the row cache and, with `merging`, the contexts
+    /// that merge automatically get them as one change.
+    private func absorb(_ saves: [ManagedObjectContext.SaveChanges], merging: Bool) {
+        guard !saves.isEmpty else { return }
+        var inserted = Set<ManagedObjectID>(), updated = Set<ManagedObjectID>(), deleted = Set<ManagedObjectID>()
+        var keys: [ManagedObjectID: Set<String>] = [:]
+        for saved in saves {
+            inserted.formUnion(saved.insertedObjectIDs)
+            updated.formUnion(saved.updatedObjectIDs)
+            deleted.formUnion(saved.deletedObjectIDs)
+            keys.merge(saved.changedKeys) { $0.union($1) }
+        }
+        updated.subtract(deleted)
+        inserted.subtract(deleted)
+        rowCache.evict(Array(updated) + Array(deleted))
+        if merging && !(inserted.isEmpty && updated.isEmpty && deleted.isEmpty) {
+            didWriteWithoutContext(ManagedObjectContext.SaveChanges(
+                insertedObjectIDs: inserted, updatedObjectIDs: updated, deletedObjectIDs: deleted, changedKeys: keys))
+        }
+    }
+
+    /// Listens for the commits of every coordinator to a PostgreSQL store (see ``PostgresChangeLog``).
+    ///
+    /// - Throws: ``ObjectGraphError/io`` when the listening connection cannot be made.
+    func startListeningForChanges(of store: PersistentStore, backend: PostgresStore) throws {
+        let url = store.url
+        let identifier = store.identifier
+        let own = backend.instanceID
+        let listener = try PostgresChangeListener(backend: backend, store: store) { [weak self] entries in
+            guard let self else { return }
+            guard let entries else {
+                // Commits the log no longer names: any row may have changed.
+                self.rowCache.removeAll()
+                self.post([RemoteChange(storeUUID: identifier, storeURL: url, historyToken: nil)])
+                return
+            }
+            let foreign = entries.filter { $0.author != own }.map {
+                ManagedObjectContext.SaveChanges(
+                    insertedObjectIDs: Set($0.inserted), updatedObjectIDs: Set($0.updated), deletedObjectIDs: Set($0.deleted), changedKeys: $0.changedKeys)
+            }
+            self.absorb(foreign, merging: true)
+            self.post(entries.map {
+                RemoteChange(storeUUID: identifier, storeURL: url, historyToken: PersistentHistoryToken(store: identifier, transactionNumber: $0.number))
+            })
+        }
+        remoteState.withLock { $0.watchers[ObjectIdentifier(store)] = listener }
     }
 }

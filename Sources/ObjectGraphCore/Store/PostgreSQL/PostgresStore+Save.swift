@@ -200,6 +200,11 @@ extension PostgresStore {
 
         // 8. Uniqueness constraints, checked once everything is written.
         try checkUniqueness(request, resolve: resolve, store: store, session: session)
+
+        // 9. The change log's row, announced to every coordinator when the transaction commits.
+        if !request.isEmpty {
+            _ = try PostgresChangeLog.record(request, permanentIDs: permanent, backend: self, session: session)
+        }
         return result
     }
 

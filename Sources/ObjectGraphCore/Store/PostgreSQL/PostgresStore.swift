@@ -26,6 +26,9 @@ final class PostgresStore: StoreBackend {
     let readOnly: Bool
     let layouts: [Int: PostgresTableLayout]  // by root entity code
     private let statements = Atomic<Int>(0)
+    /// This store object's own name, written with each of its saves to the change log, so that its
+    /// coordinator tells its own commits from others'.
+    let instanceID = UUID().uuidString
 
     var statementCount: Int { statements.load(ordering: .relaxed) }
 

@@ -13,6 +13,13 @@ import Foundation
 enum PostgresStoreTables {
     static let metadataTable = SQLiteSchema.metadataTable
     static let primaryKeyTable = SQLiteSchema.primaryKeyTable
+    /// The store's change log: one row per committed save (see ``PostgresChangeLog``).
+    static let changeTable = "Z_OGCHANGE"
+
+    /// `CREATE TABLE` for the change log, in the schema the statement qualifies it with.
+    static func changeTableStatement(_ qualified: String) -> String {
+        "CREATE TABLE IF NOT EXISTS \(qualified) (\"Z_TX\" BIGINT PRIMARY KEY, \"Z_AUTHOR\" TEXT, \"Z_TIME\" DOUBLE PRECISION, \"Z_CHANGES\" TEXT)"
+    }
 
     /// The schema a store URL names (`?schema=NAME`), `public` when it names none.
     static func schemaName(in url: URL) -> String {
@@ -52,6 +59,10 @@ enum PostgresStoreTables {
                     throw ObjectGraphError(
                         .incompatibleModel, "The store in schema \(schemaName) of \(location) was written with another model (\(problem))")
                 }
+                // Stores created before the change log existed get it now.
+                if !tables.contains(changeTable) {
+                    try session.execute(changeTableStatement("\(quotedSchema).\(SQLiteSchema.quote(changeTable))"), [])
+                }
                 return metadata
             }
         } catch let error as PostgresDriverError {
@@ -66,6 +77,7 @@ enum PostgresStoreTables {
         try session.execute("SET LOCAL search_path TO \(quotedSchema)", [])
         try session.execute("CREATE TABLE \(SQLiteSchema.quote(primaryKeyTable)) (\"Z_ENT\" BIGINT PRIMARY KEY, \"Z_NAME\" TEXT, \"Z_SUPER\" BIGINT, \"Z_MAX\" BIGINT)", [])
         try session.execute("CREATE TABLE \(SQLiteSchema.quote(metadataTable)) (\"Z_VERSION\" BIGINT PRIMARY KEY, \"Z_UUID\" TEXT, \"Z_PLIST\" BYTEA)", [])
+        try session.execute(changeTableStatement(SQLiteSchema.quote(changeTable)), [])
         for statement in schema.createStatements(.postgres) + schema.userIndexStatements(.postgres) {
             try session.execute(statement, [])
         }

@@ -1,0 +1,218 @@
+import Foundation
+
+/// How the coordinators that share a PostgreSQL store hear each other's commits.
+///
+/// Every save writes one row to the store's change log (`Z_OGCHANGE`), in its own transaction:
+/// its number (`Z_TX`: 1, 2, 3, … in commit order, with no gaps), the store object that wrote it,
+/// and the IDs it inserted, updated (with the keys that changed) and deleted. It then calls
+/// `pg_notify` on the store's channel with that number, which PostgreSQL delivers when, and only
+/// if, the transaction commits. A notification carries only the number, never the IDs, so it is
+/// never near PostgreSQL's 8000-byte limit: listeners read the rows after the last number they saw.
+///
+/// Numbers follow commit order because the row is written under a transaction-scoped advisory
+/// lock taken at the end of the save and held until its commit: a listener that has read up to
+/// `n` has missed nothing before `n`. The log keeps the last ``retainedTransactions`` rows; a
+/// listener that finds a gap (it was away longer) reports a change it cannot name row by row.
+enum PostgresChangeLog {
+    /// How many transactions the log keeps.
+    static let retainedTransactions: Int64 = 10_000
+
+    /// One committed save, as the log holds it.
+    struct Entry: Sendable {
+        var number: Int64
+        /// The ``PostgresStore/instanceID`` of the store object that wrote it.
+        var author: String
+        var inserted: [ManagedObjectID] = []
+        var updated: [ManagedObjectID] = []
+        var deleted: [ManagedObjectID] = []
+        var changedKeys: [ManagedObjectID: Set<String>] = [:]
+    }
+
+    /// The channel a store's commits are announced on (lower-case, within PostgreSQL's 63 bytes).
+    static func channel(forStore identifier: String) -> String {
+        "og_" + identifier.lowercased().filter { $0.isLetter || $0.isNumber }
+    }
+
+    /// The text of a save's changes: one line per object, `i`, `u` or `d`, the entity number and
+    /// the key, then for an update the names of the properties that changed.
+    static func encode(_ request: StoreSaveRequest, permanentIDs: [ManagedObjectID: ManagedObjectID], schema: SQLiteSchema) -> String {
+        var updated: [ManagedObjectID: Set<String>] = [:]
+        var lines: [String] = []
+        func line(_ kind: String, _ id: ManagedObjectID, _ keys: [String] = []) {
+            let id = permanentIDs[id] ?? id
+            guard let pk = id.primaryKey else { return }
+            lines.append(([kind, String(schema.entityNumber(for: id.entity)), String(pk)] + keys).joined(separator: " "))
+        }
+        for object in request.inserted { line("i", object.id) }
+        for object in request.deleted { line("d", object.id) }
+        let inserted = Set(request.inserted.map(\.id))
+        for object in request.updated {
+            updated[object.id, default: []].formUnion(object.changedIndices.map { object.entity.properties[$0].name })
+        }
+        // A to-many change updates its source (and, through the inverse, its destination).
+        for change in request.joinInserts + request.joinDeletes {
+            if !inserted.contains(change.source) { updated[change.source, default: []].insert(change.relationship.name) }
+            if let inverse = change.relationship.inverseRelationship, !inserted.contains(change.destination) {
+                updated[change.destination, default: []].insert(inverse.name)
+            }
+        }
+        for ordering in request.orderings where !inserted.contains(ordering.source) {
+            updated[ordering.source, default: []].insert(ordering.relationship.name)
+        }
+        let deleted = Set(request.deleted.map(\.id))
+        for (id, keys) in updated.sorted(by: { $0.key < $1.key }) where !deleted.contains(id) { line("u", id, keys.sorted()) }
+        return lines.joined(separator: "\n")
+    }
+
+    /// Reads a row's changes back as IDs of `store`; lines of entities the model lacks are skipped.
+    static func decode(_ text: String, number: Int64, author: String, schema: SQLiteSchema, store: PersistentStore) -> Entry {
+        var entry = Entry(number: number, author: author)
+        for line in text.split(separator: "\n") {
+            let parts = line.split(separator: " ")
+            guard parts.count >= 3, let number = Int(parts[1]), let pk = Int64(parts[2]), let entity = schema.entity(forNumber: number) else { continue }
+            let id = ManagedObjectID(entity: entity, store: store, primaryKey: pk)
+            switch parts[0] {
+            case "i": entry.inserted.append(id)
+            case "d": entry.deleted.append(id)
+            default:
+                entry.updated.append(id)
+                entry.changedKeys[id] = Set(parts.dropFirst(3).map(String.init))
+            }
+        }
+        return entry
+    }
+
+    /// Writes a save's row and announces it, at the end of the save's transaction; returns its number.
+    static func record(
+        _ request: StoreSaveRequest, permanentIDs: [ManagedObjectID: ManagedObjectID], backend: PostgresStore, session: any PostgresSession
+    ) throws -> Int64 {
+        let table = backend.table(PostgresStoreTables.changeTable)
+        backend.count(3)
+        _ = try session.query("SELECT pg_advisory_xact_lock(hashtext($1))", [.text("ObjectGraph changes " + backend.schemaName)])
+        let rows = try session.query(
+            """
+            INSERT INTO \(table) ("Z_TX", "Z_AUTHOR", "Z_TIME", "Z_CHANGES") \
+            SELECT COALESCE(MAX("Z_TX"), 0) + 1, $1, $2, $3 FROM \(table) RETURNING "Z_TX"
+            """,
+            [.text(backend.instanceID), .double(Date().timeIntervalSinceReferenceDate), .text(encode(request, permanentIDs: permanentIDs, schema: backend.schema))])
+        guard let number = rows.first?.first?.integer else {
+            throw ObjectGraphError(.io, "The \(StoreType.postgres) store \(backend.location) did not number a save in its change log", url: backend.url)
+        }
+        _ = try session.query("SELECT pg_notify($1, $2)", [.text(channel(forStore: backend.identifier)), .text(String(number))])
+        if number % 1000 == 0 {
+            backend.count()
+            try session.execute("DELETE FROM \(table) WHERE \"Z_TX\" <= $1", [.int(number - retainedTransactions)])
+        }
+        return number
+    }
+
+    /// The number of the last row of the log (0 when it is empty).
+    static func lastNumber(backend: PostgresStore, session: any PostgresSession) throws -> Int64 {
+        backend.count()
+        return try session.query("SELECT COALESCE(MAX(\"Z_TX\"), 0) FROM \(backend.table(PostgresStoreTables.changeTable))", []).first?.first?.integer ?? 0
+    }
+
+    /// The rows after `number`, in order (at most `limit`); nil when rows right after `number` were
+    /// purged (the caller cannot name every change it missed).
+    static func entries(after number: Int64, limit: Int, backend: PostgresStore, store: PersistentStore, session: any PostgresSession) throws -> [Entry]? {
+        backend.count()
+        let rows = try session.query(
+            "SELECT \"Z_TX\", \"Z_AUTHOR\", \"Z_CHANGES\" FROM \(backend.table(PostgresStoreTables.changeTable)) WHERE \"Z_TX\" > $1 ORDER BY \"Z_TX\" LIMIT \(limit)",
+            [.int(number)])
+        var entries: [Entry] = []
+        for row in rows {
+            guard let n = row[0].integer else { continue }
+            guard case .text(let author) = row[1] else { continue }
+            let text: String = if case .text(let t) = row[2] { t } else { "" }
+            entries.append(decode(text, number: n, author: author, schema: backend.schema, store: store))
+        }
+        if let first = entries.first, first.number != number + 1 { return nil }
+        return entries
+    }
+}
+
+/// Listens for a PostgreSQL store's commits (see ``PostgresChangeLog``) and reports each, in
+/// order, on a queue of its own. After a lost connection it reads what it missed from the log.
+final class PostgresChangeListener: RemoteChangeWatcher, @unchecked Sendable {  // `last` is used on `queue` only
+    /// What the listener heard: the committed saves since the last report, or nil for changes it
+    /// cannot name (the log was purged past them).
+    typealias Report = @Sendable (_ entries: [PostgresChangeLog.Entry]?) -> Void
+
+    private let backend: PostgresStore
+    private let store: PersistentStore
+    private let report: Report
+    private let queue = DispatchQueue(label: "ObjectGraph.PostgresChangeListener")
+    private var listener: (any PostgresListener)?
+    private var last: Int64 = 0
+    private let stopped = Protected(false)
+    /// Whether a catch-up is already queued (notifications that arrive meanwhile need none of their own).
+    private let queued = Protected(false)
+
+    init(backend: PostgresStore, store: PersistentStore, report: @escaping Report) throws {
+        self.backend = backend
+        self.store = store
+        self.report = report
+        queue.setSpecific(key: Self.queueKey, value: true)
+        do {
+            listener = try backend.driver.listen(
+                channel: PostgresChangeLog.channel(forStore: backend.identifier),
+                handler: { [weak self] _ in self?.schedule() }, reconnected: { [weak self] in self?.schedule() })
+            // Listening first: a commit after this read is announced to this listener.
+            last = try backend.read("reading the change log") { session in try PostgresChangeLog.lastNumber(backend: backend, session: session) }
+        } catch let error as PostgresDriverError {
+            listener?.cancel()
+            throw backend.translate(error, while: "listening for changes")
+        } catch {
+            listener?.cancel()
+            throw error
+        }
+    }
+
+    /// Queues a catch-up, unless one is queued already.
+    private func schedule(after delay: Double = 0) {
+        guard !stopped.withLock({ $0 }), !queued.withLock({ let was = $0; $0 = true; return was }) else { return }
+        queue.asyncAfter(deadline: .now() + delay) { [weak self] in
+            guard let self else { return }
+            self.queued.withLock { $0 = false }
+            self.catchUp()
+        }
+    }
+
+    /// Reads and reports every row after the last one reported; tries again soon when the read fails.
+    private func catchUp() {
+        while !stopped.withLock({ $0 }) {
+            let entries: [PostgresChangeLog.Entry]?
+            do {
+                entries = try backend.read("reading the change log") { session in
+                    try PostgresChangeLog.entries(after: last, limit: 1000, backend: backend, store: store, session: session)
+                }
+            } catch {
+                schedule(after: 0.5)
+                return
+            }
+            guard let entries else {
+                // Purged past the last row reported: start again from the end, and say something changed.
+                guard let end = try? backend.read("reading the change log", { try PostgresChangeLog.lastNumber(backend: backend, session: $0) }) else {
+                    schedule(after: 0.5)
+                    return
+                }
+                last = end
+                report(nil)
+                return
+            }
+            guard let final = entries.last else { return }
+            last = final.number
+            report(entries)
+            if entries.count < 1000 { return }
+        }
+    }
+
+    func stop() {
+        guard !stopped.withLock({ let was = $0; $0 = true; return was }) else { return }
+        listener?.cancel()
+        // Wait for a report under way, unless this is the listener's own queue.
+        if DispatchQueue.getSpecific(key: Self.queueKey) == nil { queue.sync {} }
+    }
+
+    private static let queueKey = DispatchSpecificKey<Bool>()
+}
