@@ -146,16 +146,27 @@ final class PostgresNIODriver: PostgresDriver, Sendable {
 
     @discardableResult
     func transaction<T>(isolation: PostgresIsolation, readOnly: Bool, _ body: (any PostgresSession) throws -> T) throws -> T {
-        let connection = try checkOut()
-        let session = Session(connection: connection, logger: logger)
-        var usable = true
-        defer { checkIn(connection, usable: usable) }
+        var connection = try checkOut()
+        var session = Session(connection: connection, logger: logger)
+        let begin = "BEGIN ISOLATION LEVEL \(isolation.rawValue)\(readOnly ? " READ ONLY" : "")"
         do {
-            try session.execute("BEGIN ISOLATION LEVEL \(isolation.rawValue)\(readOnly ? " READ ONLY" : "")", [])
+            try session.execute(begin, [])
+        } catch let error as PostgresDriverError where error.kind == .connection {
+            // An idle connection the server closed (a restart) that did not look closed yet: nothing
+            // ran on it, so the transaction starts again on a new one.
+            checkIn(connection, usable: false)
+            connection = try checkOut()
+            session = Session(connection: connection, logger: logger)
+            do { try session.execute(begin, []) } catch {
+                checkIn(connection, usable: false)
+                throw error
+            }
         } catch {
-            usable = false
+            checkIn(connection, usable: false)
             throw error
         }
+        var usable = true
+        defer { checkIn(connection, usable: usable) }
         let result: T
         do {
             result = try body(session)
@@ -166,8 +177,9 @@ final class PostgresNIODriver: PostgresDriver, Sendable {
         }
         do {
             try session.execute("COMMIT", [])
-        } catch {
+        } catch var error as PostgresDriverError {
             usable = false
+            if error.kind == .connection { error.commitInDoubt = true }
             throw error
         }
         return result

@@ -180,6 +180,21 @@ public final class PersistentStoreCoordinator: Sendable, CustomStringConvertible
         default:
             throw ObjectGraphError(.unsupported, "Unknown store type '\(type)'")
         }
+        return try attach(backend, type: type, configuration: configuration, url: url, readOnly: readOnly, durability: durability, options: options)
+    }
+
+    /// Adds a store over a backend made for it (a test's, for one).
+    func addTestStore(type: StoreType, url: URL?, backend: any StoreBackend) throws -> PersistentStore {
+        lock()
+        defer { unlock() }
+        return try attach(backend, type: type, configuration: nil, url: url, readOnly: false, durability: .full, options: try StoreOptions(nil))
+    }
+
+    /// Makes the store of a backend, starts hearing its remote changes when it should, and adds it
+    /// to the coordinator. Called with the coordinator locked.
+    private func attach(
+        _ backend: any StoreBackend, type: StoreType, configuration: String?, url: URL?, readOnly: Bool, durability: StoreDurability, options: StoreOptions
+    ) throws -> PersistentStore {
         let store = PersistentStore(
             type: type, url: url, configurationName: configuration, isReadOnly: readOnly, durability: durability, backend: backend)
         if options.remoteChangeNotifications, let sqlite = backend as? SQLiteStore {

@@ -59,7 +59,7 @@ struct AsynchronousFetchTests {
         return outcome
     }
 
-    @Test(arguments: StoreKind.allCases)
+    @Test(arguments: StoreKind.everyStore)
     func theCompletionGetsTheResultsAndTheProgressCountsTheRows(_ kind: StoreKind) throws {
         let stack = try TestStack(kind)
         try seed(stack, count: 5)
@@ -77,7 +77,7 @@ struct AsynchronousFetchTests {
         #expect(outcome.total == 3)
     }
 
-    @Test(arguments: StoreKind.allCases)
+    @Test(arguments: StoreKind.everyStore)
     func anEstimateIsTheProgresssTotalUntilTheFetchEnds(_ kind: StoreKind) throws {
         let stack = try TestStack(kind)
         try seed(stack, count: 2)
@@ -90,7 +90,7 @@ struct AsynchronousFetchTests {
         #expect(outcome.completed == 2)
     }
 
-    @Test(arguments: StoreKind.allCases)
+    @Test(arguments: StoreKind.everyStore)
     func cancellingGivesTheCompletionNoResultAndNoError(_ kind: StoreKind) throws {
         let stack = try TestStack(kind)
         try seed(stack, count: 3)
@@ -106,7 +106,7 @@ struct AsynchronousFetchTests {
         #expect(viaProgress.error == nil)
     }
 
-    @Test(arguments: StoreKind.allCases)
+    @Test(arguments: StoreKind.everyStore)
     func aFailingFetchReportsItsError(_ kind: StoreKind) throws {
         let stack = try TestStack(kind)
         let outcome = try run(stack, request: FetchRequest<ManagedObject>(entityName: "Nope"))

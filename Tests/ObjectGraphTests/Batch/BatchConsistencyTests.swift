@@ -5,7 +5,7 @@ import ObjectGraph
 
 @Suite("Batch requests keep contexts and the row cache consistent")
 struct BatchConsistencyTests {
-    @Test(arguments: StoreKind.allCases)
+    @Test(arguments: StoreKind.everyStore)
     func theExecutingContextsPendingChangesAreUntouched(_ kind: StoreKind) throws {
         let stack = try TestStack(kind)
         let context = stack.context()
@@ -24,7 +24,7 @@ struct BatchConsistencyTests {
         #expect(unsaved.value(forKey: "rank") as? Int64 == 1)
     }
 
-    @Test(arguments: StoreKind.allCases)
+    @Test(arguments: StoreKind.everyStore)
     func aStaleObjectInAnotherContextConflictsAtSaveInsteadOfOverwriting(_ kind: StoreKind) throws {
         let stack = try TestStack(kind)
         let writer = stack.context("writer")
@@ -43,7 +43,7 @@ struct BatchConsistencyTests {
         #expect(try stack.stored("Note", sortedBy: "title").first?.value(forKey: "rank") as? Int64 == 100)
     }
 
-    @Test(arguments: StoreKind.allCases)
+    @Test(arguments: StoreKind.everyStore)
     func anObjectABatchDeleteRemovedConflictsAtSave(_ kind: StoreKind) throws {
         let stack = try TestStack(kind)
         let writer = stack.context("writer")
@@ -55,7 +55,7 @@ struct BatchConsistencyTests {
         #expect(throws: ObjectGraphError.mergeConflict) { try holder.save() }
     }
 
-    @Test(arguments: StoreKind.allCases)
+    @Test(arguments: StoreKind.everyStore)
     func theRowCacheNeverServesARowABatchRequestChanged(_ kind: StoreKind) throws {
         let stack = try TestStack(kind, model: BatchModels.rules())
         let writer = stack.context("writer")
@@ -84,7 +84,7 @@ struct BatchConsistencyTests {
         #expect(held[0].value(forKey: "age") as? Int64 == 20)
     }
 
-    @Test(arguments: StoreKind.allCases)
+    @Test(arguments: StoreKind.everyStore)
     func aReadThatStartedBeforeABatchRequestCachesNothingItRead(_ kind: StoreKind) throws {
         let stack = try TestStack(kind)
         let context = stack.context()

@@ -5,7 +5,7 @@ import ObjectGraph
 
 @Suite("delete(model:where:) deletes typed models in the stores")
 struct BatchDeleteModelTests {
-    @Test(arguments: StoreKind.allCases)
+    @Test(arguments: StoreKind.everyStore)
     func itDeletesWhatThePredicateMatchesAndMergesTheDeletionsHere(_ kind: StoreKind) throws {
         let stack = try TestStack(kind, model: ManagedObjectModel(types: [Folder.self, Note.self, Tag.self]))
         let context = stack.context()

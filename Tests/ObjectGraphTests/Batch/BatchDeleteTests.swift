@@ -5,7 +5,7 @@ import ObjectGraph
 
 @Suite("Batch delete removes rows and honours delete rules")
 struct BatchDeleteTests {
-    @Test(arguments: StoreKind.allCases)
+    @Test(arguments: StoreKind.everyStore)
     func theRowsAFetchMatchesAreDeletedAndEachResultTypeReportsThem(_ kind: StoreKind) throws {
         let stack = try TestStack(kind)
         let context = stack.context()
@@ -35,7 +35,7 @@ struct BatchDeleteTests {
         #expect(try stack.stored("Note", sortedBy: "rank").map { $0.value(forKey: "title") as? String } == ["n5"])
     }
 
-    @Test(arguments: StoreKind.allCases)
+    @Test(arguments: StoreKind.everyStore)
     func fetchLimitAndSortChooseTheRows(_ kind: StoreKind) throws {
         let stack = try TestStack(kind)
         let context = stack.context()
@@ -48,7 +48,7 @@ struct BatchDeleteTests {
         #expect(try stack.stored("Note", sortedBy: "rank").map { $0.value(forKey: "rank") as? Int64 } == [1, 2])
     }
 
-    @Test(arguments: StoreKind.allCases)
+    @Test(arguments: StoreKind.everyStore)
     func aCascadeReachesChildrenAndTheirJoinTableRows(_ kind: StoreKind) throws {
         let stack = try TestStack(kind)
         let context = stack.context()
@@ -74,7 +74,7 @@ struct BatchDeleteTests {
         #expect((readTag.value(forKey: "notes") as? Set<ManagedObject>)?.map(\.objectID) == [kept.objectID])
     }
 
-    @Test(arguments: StoreKind.allCases)
+    @Test(arguments: StoreKind.everyStore)
     func aDenyRuleWithADestinationRefusesTheWholeRequestNamingTheObject(_ kind: StoreKind) throws {
         let stack = try TestStack(kind, model: BatchModels.rules())
         let context = stack.context()
@@ -98,7 +98,7 @@ struct BatchDeleteTests {
         #expect(try stack.stored("Account", sortedBy: "number").map(\.objectID) == [empty.objectID])
     }
 
-    @Test(arguments: StoreKind.allCases)
+    @Test(arguments: StoreKind.everyStore)
     func survivorsPointingAtADeletedRowHaveTheRelationshipClearedAndANewVersion(_ kind: StoreKind) throws {
         let stack = try TestStack(kind, model: BatchModels.rules())
         let context = stack.context()
@@ -115,7 +115,7 @@ struct BatchDeleteTests {
         #expect(read.value(forKey: "team") == nil)
     }
 
-    @Test(arguments: StoreKind.allCases)
+    @Test(arguments: StoreKind.everyStore)
     func deletedDestinationsLeaveAToManyRelationshipWithoutInverse(_ kind: StoreKind) throws {
         let model = ManagedObjectModel(entities: [
             EntityDescription(name: "Playlist", properties: [
@@ -134,7 +134,7 @@ struct BatchDeleteTests {
         #expect((read.value(forKey: "songs") as? Set<ManagedObject>)?.map(\.objectID) == [songs[1].objectID])
     }
 
-    @Test(arguments: StoreKind.allCases)
+    @Test(arguments: StoreKind.everyStore)
     func aTemporaryIDIsRefused(_ kind: StoreKind) throws {
         let stack = try TestStack(kind)
         let context = stack.context()

@@ -5,7 +5,7 @@ import ObjectGraph
 
 @Suite("Batch insert writes rows straight to the stores")
 struct BatchInsertTests {
-    @Test(arguments: StoreKind.allCases)
+    @Test(arguments: StoreKind.everyStore)
     func rowsAreInsertedWithTheModelsDefaultsForKeysTheyDoNotName(_ kind: StoreKind) throws {
         let stack = try TestStack(kind)
         let context = stack.context()
@@ -29,7 +29,7 @@ struct BatchInsertTests {
         #expect(try reader.existingObject(with: ids[0]).value(forKey: "title") as? String == "b")
     }
 
-    @Test(arguments: StoreKind.allCases)
+    @Test(arguments: StoreKind.everyStore)
     func eachResultTypeHoldsWhatCoreDatasDoes(_ kind: StoreKind) throws {
         let stack = try TestStack(kind)
         let context = stack.context()
@@ -45,7 +45,7 @@ struct BatchInsertTests {
         #expect(try stack.stored("Note", sortedBy: "title").count == 4)
     }
 
-    @Test(arguments: StoreKind.allCases)
+    @Test(arguments: StoreKind.everyStore)
     func theDictionaryHandlerStopsWhenItReturnsTrueAndThatRowIsNotInserted(_ kind: StoreKind) throws {
         let stack = try TestStack(kind)
         var calls = 0
@@ -61,7 +61,7 @@ struct BatchInsertTests {
         #expect(titles == ["row 1", "row 2", "row 3"])
     }
 
-    @Test(arguments: StoreKind.allCases)
+    @Test(arguments: StoreKind.everyStore)
     func aWrongTypedValueRefusesTheWholeRequestNamingTheRowEntityAndAttribute(_ kind: StoreKind) throws {
         let stack = try TestStack(kind)
         let context = stack.context()
@@ -79,7 +79,7 @@ struct BatchInsertTests {
         #expect(titles == ["kept"])
     }
 
-    @Test(arguments: StoreKind.allCases)
+    @Test(arguments: StoreKind.everyStore)
     func aMissingRequiredValueOrAnUnknownKeyRefusesTheRequest(_ kind: StoreKind) throws {
         let stack = try TestStack(kind, model: BatchModels.rules())
         let context = stack.context()
@@ -100,7 +100,7 @@ struct BatchInsertTests {
         #expect(try stack.stored("User", sortedBy: "email").isEmpty)
     }
 
-    @Test(arguments: StoreKind.allCases)
+    @Test(arguments: StoreKind.everyStore)
     func aUniquenessConstraintMakesItAnUpsertThatKeepsTheColumnsNotGiven(_ kind: StoreKind) throws {
         let stack = try TestStack(kind, model: BatchModels.rules())
         let context = stack.context()
@@ -128,7 +128,7 @@ struct BatchInsertTests {
         #expect(try stack.storedVersion(of: ann.objectID) == versionBefore + 1)
     }
 
-    @Test(arguments: StoreKind.allCases)
+    @Test(arguments: StoreKind.everyStore)
     func aChildContextsRequestGoesToTheCoordinator(_ kind: StoreKind) throws {
         let stack = try TestStack(kind)
         let parent = stack.privateContext("parent")

@@ -14,7 +14,7 @@ struct BatchMergeTests {
         return (folder.objectID, notes.map(\.objectID))
     }
 
-    @Test(arguments: StoreKind.allCases)
+    @Test(arguments: StoreKind.everyStore)
     func mergingTheResultsIDsUpdatesAndDeletesRegisteredObjects(_ kind: StoreKind) throws {
         let stack = try TestStack(kind)
         let (folderID, noteIDs) = try seed(stack)
@@ -46,7 +46,7 @@ struct BatchMergeTests {
         #expect((folder.value(forKey: "notes") as? Set<ManagedObject>).map { Set($0.map(\.objectID)) } == [noteIDs[1], noteIDs[2]])
     }
 
-    @Test(arguments: StoreKind.allCases)
+    @Test(arguments: StoreKind.everyStore)
     func theOptInMergesIntoEveryContextThatMergesAutomaticallyAndNoOther(_ kind: StoreKind) throws {
         let stack = try TestStack(kind)
         let (_, noteIDs) = try seed(stack)

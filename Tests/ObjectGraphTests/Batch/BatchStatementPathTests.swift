@@ -8,7 +8,7 @@ import ObjectGraph
 /// relationship, a sort and a limit, a cascade or deny rule): both give the same rows.
 @Suite("Batch requests change the same rows whichever statements run them")
 struct BatchStatementPathTests {
-    @Test(arguments: StoreKind.allCases)
+    @Test(arguments: StoreKind.everyStore)
     func anUpdateThroughARelationshipKeyPathChangesOnlyTheMatchingRowsAndBumpsTheirVersions(_ kind: StoreKind) throws {
         let stack = try TestStack(kind)
         let context = stack.context()
@@ -35,7 +35,7 @@ struct BatchStatementPathTests {
         #expect((try context.execute(none) as? BatchUpdateResult)?.result as? Int == 0)
     }
 
-    @Test(arguments: StoreKind.allCases)
+    @Test(arguments: StoreKind.everyStore)
     func aDeleteWithoutCascadeOrDenyClearsTheJoinTableRowsNamingTheDeletedRows(_ kind: StoreKind) throws {
         let stack = try TestStack(kind)
         let context = stack.context()
@@ -53,7 +53,7 @@ struct BatchStatementPathTests {
         #expect((read.value(forKey: "tags") as? Set<ManagedObject>)?.map(\.objectID) == [stays.objectID])
     }
 
-    @Test(arguments: StoreKind.allCases)
+    @Test(arguments: StoreKind.everyStore)
     func aDeleteThroughARelationshipKeyPathDeletesOnlyTheMatchingRows(_ kind: StoreKind) throws {
         let stack = try TestStack(kind)
         let context = stack.context()
@@ -73,7 +73,7 @@ struct BatchStatementPathTests {
         #expect(try stack.stored("Folder", sortedBy: "name").map { $0.value(forKey: "name") as? String } == ["Inbox", "Keep"])
     }
 
-    @Test(arguments: StoreKind.allCases)
+    @Test(arguments: StoreKind.everyStore)
     func aNullifyingDeleteClearsTheSurvivorsToOneAndBumpsTheirVersions(_ kind: StoreKind) throws {
         let stack = try TestStack(kind, model: BatchModels.rules())
         let context = stack.context()

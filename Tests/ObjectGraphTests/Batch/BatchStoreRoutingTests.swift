@@ -5,13 +5,12 @@ import ObjectGraph
 
 @Suite("Batch requests go to the stores that hold their entity, or to their affected stores")
 struct BatchStoreRoutingTests {
-    @Test(arguments: StoreKind.allCases)
+    @Test(arguments: StoreKind.everyStore)
     func affectedStoresLimitARequestAndObjectIDsReachEachOnesStore(_ kind: StoreKind) throws {
         let directory = TemporaryDirectory()
         let coordinator = PersistentStoreCoordinator(managedObjectModel: TestModels.notes())
-        let url: (String) -> URL? = { kind == .inMemory ? nil : directory.file("\($0).\(kind.rawValue)") }
-        let first = try coordinator.addPersistentStore(type: kind.type, at: url("first"))
-        let second = try coordinator.addPersistentStore(type: kind.type, at: url("second"))
+        let first = try coordinator.addPersistentStore(type: kind.type, at: try kind.newStoreURL(in: directory))
+        let second = try coordinator.addPersistentStore(type: kind.type, at: kind == .postgres ? try kind.newStoreURL(in: directory) : directory.file("second.\(kind.rawValue)"))
         let context = ManagedObjectContext(concurrencyType: .confinement)
         context.persistentStoreCoordinator = coordinator
         let notes = (0..<4).map { rank in

@@ -13,7 +13,7 @@ struct BatchUpdateTests {
         return notes.map(\.objectID)
     }
 
-    @Test(arguments: StoreKind.allCases)
+    @Test(arguments: StoreKind.everyStore)
     func matchingRowsTakeTheValuesAndEachResultTypeReportsThem(_ kind: StoreKind) throws {
         let stack = try TestStack(kind)
         let ids = try seed(stack)
@@ -47,7 +47,7 @@ struct BatchUpdateTests {
         #expect(try stack.context("check").existingObject(with: ids[2]).value(forKey: "created") == nil)
     }
 
-    @Test(arguments: StoreKind.allCases)
+    @Test(arguments: StoreKind.everyStore)
     func everyUpdatedRowGetsANewVersion(_ kind: StoreKind) throws {
         let stack = try TestStack(kind)
         let ids = try seed(stack)
@@ -59,7 +59,7 @@ struct BatchUpdateTests {
         #expect(try ids.map { try stack.storedVersion(of: $0) } == [before[0] + 1, before[1] + 1, before[2]])
     }
 
-    @Test(arguments: StoreKind.allCases)
+    @Test(arguments: StoreKind.everyStore)
     func aBadValueRefusesTheUpdateAndLeavesTheStoreUnchanged(_ kind: StoreKind) throws {
         let stack = try TestStack(kind)
         _ = try seed(stack)
@@ -75,7 +75,7 @@ struct BatchUpdateTests {
         #expect(try stack.stored("Note", sortedBy: "title").map { $0.value(forKey: "rank") as? Int64 } == [-1, -2, 5])
     }
 
-    @Test(arguments: StoreKind.allCases)
+    @Test(arguments: StoreKind.everyStore)
     func includesSubentitiesDecidesWhetherRowsOfSubEntitiesAreUpdated(_ kind: StoreKind) throws {
         let model = ManagedObjectModel(entities: [
             EntityDescription(name: "Shape", properties: [.attribute("name", .string), .attribute("size", .integer64, defaultValue: Int64(0))]),
@@ -107,7 +107,7 @@ struct BatchUpdateTests {
         #expect(try reader.existingObject(with: circle.objectID).value(forKey: "radius") as? Double == 2.5)
     }
 
-    @Test(arguments: StoreKind.allCases)
+    @Test(arguments: StoreKind.everyStore)
     func anUpdateThatWouldBreakAUniquenessConstraintIsRefusedWhole(_ kind: StoreKind) throws {
         let stack = try TestStack(kind, model: BatchModels.rules())
         let context = stack.context()

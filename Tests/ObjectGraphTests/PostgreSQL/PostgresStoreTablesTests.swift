@@ -58,7 +58,7 @@ struct PostgresStoreTablesTests {
             Issue.record("Note.tags has no join table")
             return
         }
-        let expected = Set(["Z_METADATA", "Z_PRIMARYKEY", join] + model.entitiesByCode.map { schema.tableName(for: $0) })
+        let expected = Set(["Z_METADATA", "Z_PRIMARYKEY", "Z_OGCHANGE", join] + model.entitiesByCode.map { schema.tableName(for: $0) })
         #expect(Set(tables) == expected)
         let note = schema.tableName(for: model.entitiesByName["Note"]!)
         let columns = try strings(

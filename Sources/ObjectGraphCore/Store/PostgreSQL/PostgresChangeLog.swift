@@ -82,20 +82,21 @@ enum PostgresChangeLog {
         return entry
     }
 
-    /// Writes a save's row and announces it, at the end of the save's transaction; returns its number.
+    /// Writes a save's row and announces it, at the end of the save's transaction; returns its
+    /// number and the transaction's ID (`txid_current()`).
     static func record(
         _ request: StoreSaveRequest, permanentIDs: [ManagedObjectID: ManagedObjectID], backend: PostgresStore, session: any PostgresSession
-    ) throws -> Int64 {
+    ) throws -> (number: Int64, txid: Int64) {
         let table = backend.table(PostgresStoreTables.changeTable)
         backend.count(3)
         _ = try session.query("SELECT pg_advisory_xact_lock(hashtext($1))", [.text("ObjectGraph changes " + backend.schemaName)])
         let rows = try session.query(
             """
             INSERT INTO \(table) ("Z_TX", "Z_AUTHOR", "Z_TIME", "Z_CHANGES") \
-            SELECT COALESCE(MAX("Z_TX"), 0) + 1, $1, $2, $3 FROM \(table) RETURNING "Z_TX"
+            SELECT COALESCE(MAX("Z_TX"), 0) + 1, $1, $2, $3 FROM \(table) RETURNING "Z_TX", txid_current()
             """,
             [.text(backend.instanceID), .double(Date().timeIntervalSinceReferenceDate), .text(encode(request, permanentIDs: permanentIDs, schema: backend.schema))])
-        guard let number = rows.first?.first?.integer else {
+        guard let row = rows.first, row.count == 2, let number = row[0].integer, let txid = row[1].integer else {
             throw ObjectGraphError(.io, "The \(StoreType.postgres) store \(backend.location) did not number a save in its change log", url: backend.url)
         }
         _ = try session.query("SELECT pg_notify($1, $2)", [.text(channel(forStore: backend.identifier)), .text(String(number))])
@@ -103,7 +104,7 @@ enum PostgresChangeLog {
             backend.count()
             try session.execute("DELETE FROM \(table) WHERE \"Z_TX\" <= $1", [.int(number - retainedTransactions)])
         }
-        return number
+        return (number, txid)
     }
 
     /// The number of the last row of the log (0 when it is empty).

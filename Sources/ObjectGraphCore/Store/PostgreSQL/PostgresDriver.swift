@@ -52,12 +52,16 @@ package struct PostgresDriverError: Error, Sendable, CustomStringConvertible {
     package var message: String
     /// The constraint a server error names (a unique index), if any.
     package var constraint: String?
+    /// Whether the connection was lost while COMMIT was under way: the transaction may have been
+    /// committed or not, and only the server can say (`txid_status`).
+    package var commitInDoubt = false
 
-    package init(kind: Kind, sqlState: String? = nil, message: String, constraint: String? = nil) {
+    package init(kind: Kind, sqlState: String? = nil, message: String, constraint: String? = nil, commitInDoubt: Bool = false) {
         self.kind = kind
         self.sqlState = sqlState
         self.message = message
         self.constraint = constraint
+        self.commitInDoubt = commitInDoubt
     }
 
     package var description: String {
@@ -88,7 +92,8 @@ package enum PostgresIsolation: String, Sendable {
 /// A pool of connections to one database.
 package protocol PostgresDriver: AnyObject, Sendable {
     /// Runs `body` in one transaction on one connection: committed when it returns, rolled back
-    /// when it throws (or when the connection is lost, by the server).
+    /// when it throws (or when the connection is lost, by the server). A connection lost during
+    /// COMMIT throws an error whose ``PostgresDriverError/commitInDoubt`` is true.
     @discardableResult
     func transaction<T>(isolation: PostgresIsolation, readOnly: Bool, _ body: (any PostgresSession) throws -> T) throws -> T
     /// Listens on a channel with a connection of its own: `handler` gets each notification's

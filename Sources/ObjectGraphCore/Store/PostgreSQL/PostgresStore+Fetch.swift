@@ -60,7 +60,7 @@ extension PostgresStore {
         return try read("fetching \(request.entity.name)") { session in try fetch(request, layout: layout, store: store, session: session) }
     }
 
-    private func fetch(_ request: StoreFetchRequest, layout: PostgresTableLayout, store: PersistentStore, session: any PostgresSession) throws -> [StoreRow] {
+    func fetch(_ request: StoreFetchRequest, layout: PostgresTableLayout, store: PersistentStore, session: any PostgresSession) throws -> [StoreRow] {
         let plan = try self.plan(request, columns: layout.selectList, store: store)
         count()
         let rows = try session.query(plan.sql, plan.parameters).compactMap { layout.read($0, store: store) }

@@ -24,10 +24,23 @@ extension PostgresStore {
     }
 
     func save(_ request: StoreSaveRequest, store: PersistentStore) throws -> StoreSaveResult {
-        try write("saving") { session in try apply(request, store: store, session: session) }
+        // The transaction's ID, kept in case the connection is lost during COMMIT.
+        let committing = Protected<(result: StoreSaveResult, txid: Int64)?>(nil)
+        return try write("saving", inDoubt: { lost in
+            guard let (result, txid) = committing.withLock({ $0 }) else { throw self.translate(lost, while: "saving") }
+            if try self.resolveCommit(of: txid, while: "saving", lost: lost) { return result }
+            throw ObjectGraphError(
+                .io, "The connection to \(self.location) was lost while saving (\(lost.message)); the server rolled the save back: nothing was written",
+                url: self.url)
+        }) { session in
+            let (result, txid) = try apply(request, store: store, session: session)
+            if let txid { committing.withLock { $0 = (result, txid) } }
+            return result
+        }
     }
 
-    private func apply(_ request: StoreSaveRequest, store: PersistentStore, session: any PostgresSession) throws -> StoreSaveResult {
+    /// The save's statements; returns what it did and its transaction's ID (nil when it wrote nothing).
+    func apply(_ request: StoreSaveRequest, store: PersistentStore, session: any PostgresSession) throws -> (StoreSaveResult, Int64?) {
         var result = StoreSaveResult()
         var request = request
         request.inserted.sort { $0.id < $1.id }
@@ -202,10 +215,11 @@ extension PostgresStore {
         try checkUniqueness(request, resolve: resolve, store: store, session: session)
 
         // 9. The change log's row, announced to every coordinator when the transaction commits.
+        var txid: Int64?
         if !request.isEmpty {
-            _ = try PostgresChangeLog.record(request, permanentIDs: permanent, backend: self, session: session)
+            txid = try PostgresChangeLog.record(request, permanentIDs: permanent, backend: self, session: session).txid
         }
-        return result
+        return (result, txid)
     }
 
     static let chunkSize = 500

@@ -32,7 +32,8 @@ final class PostgresStore: StoreBackend {
 
     var statementCount: Int { statements.load(ordering: .relaxed) }
 
-    init(url: URL, model: ManagedObjectModel, readOnly: Bool, maximumConnections: Int, logger: Logger) throws {
+    /// - Parameter driver: the connections to use (tests); nil to connect to `url` with ObjectGraphPostgres's driver.
+    init(url: URL, model: ManagedObjectModel, readOnly: Bool, maximumConnections: Int, logger: Logger, driver: (any PostgresDriver)? = nil) throws {
         guard url.scheme == "postgres" || url.scheme == "postgresql" else {
             throw ObjectGraphError(
                 .unsupported, "Cannot add a \(StoreType.postgres) store at \(url.absoluteString): its URL must be postgres://user:password@host:port/database",
@@ -48,7 +49,7 @@ final class PostgresStore: StoreBackend {
         self.schemaName = schemaName
         let schema = SQLiteSchema(model: model)
         self.schema = schema
-        let driver = try PostgresDrivers.factory().connect(url: url, maximumConnections: max(1, maximumConnections), logger: logger)
+        let driver = try driver ?? PostgresDrivers.factory().connect(url: url, maximumConnections: max(1, maximumConnections), logger: logger)
         self.driver = driver
         do {
             metadata = try PostgresStoreTables.open(driver, schema: schema, schemaName: schemaName, location: location)
@@ -83,14 +84,48 @@ final class PostgresStore: StoreBackend {
     }
 
     /// A write in one `READ COMMITTED` transaction: committed when `body` returns, rolled back when it throws.
-    func write<T>(_ doing: String, _ body: (any PostgresSession) throws -> T) throws -> T {
+    ///
+    /// - Parameter inDoubt: when the connection is lost during COMMIT, what the write returns or
+    ///   throws instead (see ``resolveCommit(of:while:)``); without it, an ``ObjectGraphError/io`` error.
+    func write<T>(_ doing: String, inDoubt: ((PostgresDriverError) throws -> T)? = nil, _ body: (any PostgresSession) throws -> T) throws -> T {
         if readOnly {
             throw ObjectGraphError(.readOnly, "The \(StoreType.postgres) store \(location) was added read-only: cannot do \(doing)", url: url)
         }
         do {
             return try driver.transaction(isolation: .readCommitted, readOnly: false, body)
         } catch let error as PostgresDriverError {
+            if error.commitInDoubt, let inDoubt { return try inDoubt(error) }
             throw translate(error, while: doing)
+        }
+    }
+
+    /// How long a save whose COMMIT lost its connection waits for the server to say whether it committed.
+    static let commitResolutionTimeout: Double = 30
+
+    /// Asks the server, on new connections, whether the transaction `txid` committed: true or false,
+    /// once it knows; waits while it cannot be reached (a restart), up to ``commitResolutionTimeout``.
+    ///
+    /// - Throws: ``ObjectGraphError/io`` when the server cannot tell in time (the outcome is unknown).
+    func resolveCommit(of txid: Int64, while doing: String, lost: PostgresDriverError) throws -> Bool {
+        let deadline = Date().addingTimeInterval(Self.commitResolutionTimeout)
+        var pause = 0.05
+        while true {
+            let status = try? driver.transaction(isolation: .readCommitted, readOnly: true) { session in
+                try session.query("SELECT txid_status($1)", [.int(txid)]).first?.first
+            }
+            switch status {
+            case .text("committed")?: return true
+            case .text("aborted")?: return false
+            default: break  // unreachable, or still "in progress" until the server sees the connection gone
+            }
+            if Date() > deadline {
+                throw ObjectGraphError(
+                    .io,
+                    "The connection to \(location) was lost while \(doing) was committing (\(lost.message)), and the server could not say within \(Int(Self.commitResolutionTimeout)) s whether it committed: read the store again before saving these changes again",
+                    url: url)
+            }
+            Thread.sleep(forTimeInterval: pause)
+            pause = min(pause * 2, 1)
         }
     }
 
@@ -111,11 +146,6 @@ final class PostgresStore: StoreBackend {
     func pinVersion(store: PersistentStore) throws -> any PinnedStoreVersion {
         throw ObjectGraphError(
             .unsupported, "Query generations are not available on a \(StoreType.postgres) store yet (\(location)): read the current generation", url: url)
-    }
-
-    func executeBatch(_ request: StoreBatchRequest, store: PersistentStore) throws -> StoreBatchResult {
-        throw ObjectGraphError(
-            .unsupported, "Batch requests are not available on a \(StoreType.postgres) store yet (\(location)): fetch the objects and change them in a context", url: url)
     }
 
     func close() throws { driver.close() }

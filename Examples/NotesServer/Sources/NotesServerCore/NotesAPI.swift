@@ -1,0 +1,147 @@
+import Foundation
+import Hummingbird
+import ObjectGraph
+
+// The HTTP API. Each request runs in a background context of its own (performBackgroundTask), reads
+// and writes there, and answers with values, never managed objects.
+//
+//   GET    /folders              the folders, by name
+//   POST   /folders              {"name"}                            → 201 the folder
+//   GET    /notes[?folder=ID]    the notes, newest first
+//   GET    /notes/ID             one note
+//   POST   /notes                {"title", "body", "folder"?}        → 201 the note
+//   PATCH  /notes/ID             {"title"?, "body"?}                 → the note (409 when another save changed it first)
+//   DELETE /notes/ID                                                 → 204
+
+public struct FolderValue: ResponseEncodable, Decodable, Equatable, Sendable {
+    public var id: UUID
+    public var name: String
+    public var noteCount: Int
+}
+
+public struct NoteValue: ResponseEncodable, Decodable, Equatable, Sendable {
+    public var id: UUID
+    public var title: String
+    public var body: String
+    public var folder: UUID?
+    public var updated: Date
+}
+
+struct NewFolder: Decodable { var name: String }
+struct NewNote: Decodable { var title: String; var body: String?; var folder: UUID? }
+struct NoteChange: Decodable { var title: String?; var body: String? }
+
+extension FolderValue {
+    init(_ folder: Folder) { self.init(id: folder.id, name: folder.name, noteCount: folder.notes.count) }
+}
+
+extension NoteValue {
+    init(_ note: Note) { self.init(id: note.id, title: note.title, body: note.body, folder: note.folder?.id, updated: note.updated) }
+}
+
+struct NotesAPI {
+    let container: PersistentContainer
+
+    func register(on router: Router<BasicRequestContext>) {
+        router.get("folders") { _, _ in try await self.folders() }
+        router.post("folders") { request, context in
+            let input = try await request.decode(as: NewFolder.self, context: context)
+            return EditedResponse(status: .created, response: try await self.createFolder(input))
+        }
+        router.get("notes") { request, _ in
+            let folder = try request.uri.queryParameters.get("folder").map { try Self.uuid($0) }
+            return try await self.notes(in: folder)
+        }
+        router.get("notes/:id") { _, context in try await self.note(try Self.uuid(context.parameters.require("id"))) }
+        router.post("notes") { request, context in
+            let input = try await request.decode(as: NewNote.self, context: context)
+            return EditedResponse(status: .created, response: try await self.createNote(input))
+        }
+        router.patch("notes/:id") { request, context in
+            let id = try Self.uuid(context.parameters.require("id"))
+            return try await self.change(id, try await request.decode(as: NoteChange.self, context: context))
+        }
+        router.delete("notes/:id") { _, context in
+            try await self.delete(try Self.uuid(context.parameters.require("id")))
+            return HTTPResponse.Status.noContent
+        }
+    }
+
+    func folders() async throws -> [FolderValue] {
+        try await container.performBackgroundTask { context in
+            try context.fetch(FetchDescriptor<Folder>(sortBy: [SortDescriptor(\.name)])).map(FolderValue.init)
+        }
+    }
+
+    func createFolder(_ input: NewFolder) async throws -> FolderValue {
+        try await container.performBackgroundTask { context in
+            let folder = Folder(context: context)
+            folder.name = input.name
+            try context.save()
+            return FolderValue(folder)
+        }
+    }
+
+    func notes(in folder: UUID?) async throws -> [NoteValue] {
+        try await container.performBackgroundTask { context in
+            let predicate: Predicate<Note>? = folder.map { id in #Predicate<Note> { $0.folder?.id == id } }
+            return try context.fetch(FetchDescriptor<Note>(predicate: predicate, sortBy: [SortDescriptor(\.updated, order: .reverse)]))
+                .map(NoteValue.init)
+        }
+    }
+
+    func note(_ id: UUID) async throws -> NoteValue {
+        try await container.performBackgroundTask { context in NoteValue(try Self.find(id, in: context)) }
+    }
+
+    func createNote(_ input: NewNote) async throws -> NoteValue {
+        try await container.performBackgroundTask { context in
+            let note = Note(context: context)
+            note.title = input.title
+            note.body = input.body ?? ""
+            if let folder = input.folder {
+                guard let found = try context.fetch(FetchDescriptor<Folder>(predicate: #Predicate { $0.id == folder })).first else {
+                    throw HTTPError(.badRequest, message: "There is no folder \(folder)")
+                }
+                note.folder = found
+            }
+            try context.save()
+            return NoteValue(note)
+        }
+    }
+
+    func change(_ id: UUID, _ change: NoteChange) async throws -> NoteValue {
+        try await container.performBackgroundTask { context in
+            let note = try Self.find(id, in: context)
+            if let title = change.title { note.title = title }
+            if let body = change.body { note.body = body }
+            note.updated = Date()
+            do {
+                try context.save()
+            } catch let error as ObjectGraphError where error.code == .mergeConflict {
+                throw HTTPError(.conflict, message: "The note was changed by another request; read it again")
+            }
+            return NoteValue(note)
+        }
+    }
+
+    func delete(_ id: UUID) async throws {
+        try await container.performBackgroundTask { context in
+            context.delete(try Self.find(id, in: context))
+            try context.save()
+        }
+    }
+
+    /// An ID in a path or a query: 400 when it is not a UUID.
+    static func uuid(_ text: String) throws -> UUID {
+        guard let id = UUID(uuidString: text) else { throw HTTPError(.badRequest, message: "'\(text)' is not an ID") }
+        return id
+    }
+
+    static func find(_ id: UUID, in context: ManagedObjectContext) throws -> Note {
+        guard let note = try context.fetch(FetchDescriptor<Note>(predicate: #Predicate { $0.id == id })).first else {
+            throw HTTPError(.notFound, message: "There is no note \(id)")
+        }
+        return note
+    }
+}

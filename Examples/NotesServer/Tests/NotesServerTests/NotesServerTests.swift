@@ -1,0 +1,128 @@
+import Foundation
+import Hummingbird
+import HummingbirdTesting
+import NotesServerCore
+import Testing
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A throwaway PostgreSQL cluster on a free loopback port (PostgreSQL 15's `initdb` and `pg_ctl`,
+/// as the `postgres` user when the tests run as root), or the server `OBJECTGRAPH_TEST_POSTGRES_URL`
+/// names. Stopped by a watchdog when the test process ends.
+enum TestPostgres {
+    static let server: Result<String, any Error> = Result {
+        if let given = ProcessInfo.processInfo.environment["OBJECTGRAPH_TEST_POSTGRES_URL"] {
+            var url = URLComponents(string: given)!
+            url.path = ""
+            return url.string!
+        }
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("notesserver-pg-\(getpid())").path
+        let port = 20000 + Int(getpid() % 20000)
+        let asServer = geteuid() == 0 ? "runuser -u postgres -- " : ""
+        let bin = "/usr/lib/postgresql/15/bin"
+        try shell("mkdir -p '\(folder)' && \(geteuid() == 0 ? "chown postgres:postgres '\(folder)' && " : "")"
+            + "\(asServer)\(bin)/initdb -D '\(folder)/data' -U postgres --auth=trust -E UTF8 --locale=C.UTF-8 --no-sync >/dev/null "
+            + "&& \(asServer)\(bin)/pg_ctl -D '\(folder)/data' -o '-p \(port) -c listen_addresses=127.0.0.1 -k \(folder) -c fsync=off' -l '\(folder)/log' -w start >/dev/null")
+        try shell("( while kill -0 \(getpid()) 2>/dev/null; do sleep 1; done; \(asServer)\(bin)/pg_ctl -D '\(folder)/data' -m immediate -w stop; rm -rf '\(folder)' ) </dev/null >/dev/null 2>&1 &")
+        return "postgres://postgres@127.0.0.1:\(port)"
+    }
+
+    /// A new database; its URL.
+    static func database() throws -> URL {
+        let server = try server.get()
+        let name = "notes_" + UUID().uuidString.prefix(8).lowercased()
+        try shell("psql '\(server)/postgres' -X -q -c 'CREATE DATABASE \(name)' >/dev/null")
+        return URL(string: "\(server)/\(name)")!
+    }
+
+    static func shell(_ command: String) throws {
+        let status = system(command)
+        guard status == 0 else { throw ConfigurationErrorForTests("`\(command)` failed (\(status))") }
+    }
+}
+
+struct ConfigurationErrorForTests: Error, CustomStringConvertible {
+    let description: String
+    init(_ description: String) { self.description = description }
+}
+
+/// What the tests read of the answers (the dates are left out).
+struct NoteAnswer: Decodable, Equatable { var id: UUID; var title: String; var folder: UUID? }
+struct FolderAnswer: Decodable, Equatable { var id: UUID; var name: String; var noteCount: Int }
+
+extension TestClientProtocol {
+    func send<T: Decodable>(_ method: HTTPRequest.Method, _ uri: String, _ json: String? = nil, as type: T.Type, expect status: HTTPResponse.Status = .ok) async throws -> T {
+        var headers = HTTPFields()
+        if json != nil { headers[.contentType] = "application/json" }
+        let response = try await execute(uri: uri, method: method, headers: headers, body: json.map { ByteBuffer(string: $0) })
+        #expect(response.status == status, "\(method) \(uri): \(String(buffer: response.body))")
+        return try JSONDecoder().decode(T.self, from: Data(buffer: response.body))
+    }
+}
+
+@Suite("NotesServer")
+struct NotesServerTests {
+    @Test func twoInstancesOnOneDatabaseSeeEachOthersWrites() async throws {
+        let database = try TestPostgres.database()
+        let configuration = NotesServerConfiguration(postgres: database, port: 0)
+        let containerA = try NotesServer.container(configuration), containerB = try NotesServer.container(configuration)
+        let a = NotesServer.application(configuration, container: containerA), b = NotesServer.application(configuration, container: containerB)
+        try await a.test(.live) { clientA in
+            try await b.test(.live) { clientB in
+                #expect(clientA.port != clientB.port)
+                let inbox = try await clientA.send(.post, "/folders", #"{"name": "Inbox"}"#, as: FolderAnswer.self, expect: .created)
+                let note = try await clientA.send(
+                    .post, "/notes", #"{"title": "from A", "folder": "\#(inbox.id)"}"#, as: NoteAnswer.self, expect: .created)
+
+                // B sees A's note within a second.
+                let deadline = Date().addingTimeInterval(1)
+                var seen: [NoteAnswer] = []
+                while Date() < deadline {
+                    seen = try await clientB.send(.get, "/notes?folder=\(inbox.id)", as: [NoteAnswer].self)
+                    if !seen.isEmpty { break }
+                    try await Task.sleep(for: .milliseconds(20))
+                }
+                #expect(seen == [note])
+                #expect(try await clientB.send(.get, "/folders", as: [FolderAnswer].self) == [FolderAnswer(id: inbox.id, name: "Inbox", noteCount: 1)])
+
+                // B changes it; A reads the change.
+                let changed = try await clientB.send(.patch, "/notes/\(note.id)", #"{"title": "changed by B"}"#, as: NoteAnswer.self)
+                #expect(changed.title == "changed by B")
+                #expect(try await clientA.send(.get, "/notes/\(note.id)", as: NoteAnswer.self).title == "changed by B")
+
+                // A deletes it; B no longer finds it.
+                let deleted = try await clientA.execute(uri: "/notes/\(note.id)", method: .delete)
+                #expect(deleted.status == .noContent)
+                let missing = try await clientB.execute(uri: "/notes/\(note.id)", method: .get)
+                #expect(missing.status == .notFound)
+            }
+        }
+        try await containerA.shutdown()
+        try await containerB.shutdown()
+    }
+
+    @Test func onSQLiteByDefault() async throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("notesserver-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let configuration = NotesServerConfiguration(sqliteFile: folder.appendingPathComponent("Notes.sqlite"), port: 0)
+        let container = try NotesServer.container(configuration)
+        try await NotesServer.application(configuration, container: container).test(.router) { client in
+            let note = try await client.send(.post, "/notes", #"{"title": "local"}"#, as: NoteAnswer.self, expect: .created)
+            #expect(try await client.send(.get, "/notes", as: [NoteAnswer].self) == [note])
+            let bad = try await client.execute(uri: "/notes", method: .post, headers: [.contentType: "application/json"], body: ByteBuffer(string: #"{"title": "x", "folder": "\#(UUID())"}"#))
+            #expect(bad.status == .badRequest)
+        }
+        try await container.shutdown()
+        #expect(FileManager.default.fileExists(atPath: configuration.sqliteFile.path))
+    }
+
+    @Test func theCommandLineIsRead() throws {
+        let configuration = try NotesServerConfiguration(arguments: ["--postgres", "postgres://u@h/db", "--port", "9000"])
+        #expect(configuration.postgres?.host == "h")
+        #expect(configuration.port == 9000)
+        #expect(throws: ConfigurationError.self) { try NotesServerConfiguration(arguments: ["--port", "x"]) }
+        #expect(throws: ConfigurationError.self) { try NotesServerConfiguration(arguments: ["--nonsense", "1"]) }
+    }
+}

@@ -1,0 +1,128 @@
+import Foundation
+import Logging
+import Testing
+import ObjectGraph
+@testable import ObjectGraphCore
+
+/// Thrown inside a transaction to have it rolled back.
+private struct RolledBack: Error {}
+
+/// A driver that loses the connection during COMMIT on purpose, after the real transaction
+/// committed (`committed`) or was rolled back: what a server that stops mid-COMMIT does.
+final class CommitLosingDriver: PostgresDriver, @unchecked Sendable {  // `armed` is guarded by `lock`
+    let real: any PostgresDriver
+    let committed: Bool
+    private let lock = NSLock()
+    private var armed = false
+
+    init(real: any PostgresDriver, committed: Bool) {
+        self.real = real
+        self.committed = committed
+    }
+
+    /// Loses the next read-write transaction's COMMIT.
+    func arm() { lock.withLock { armed = true } }
+
+    func transaction<T>(isolation: PostgresIsolation, readOnly: Bool, _ body: (any PostgresSession) throws -> T) throws -> T {
+        let lose = !readOnly && lock.withLock { let was = armed; armed = false; return was }
+        guard lose else { return try real.transaction(isolation: isolation, readOnly: readOnly, body) }
+        do {
+            _ = try real.transaction(isolation: isolation, readOnly: readOnly) { session in
+                let result = try body(session)
+                if !committed { throw RolledBack() }
+                return result
+            }
+        } catch is RolledBack {}
+        throw PostgresDriverError(kind: .connection, message: "serverClosedConnection (simulated)", commitInDoubt: true)
+    }
+
+    func listen(channel: String, handler: @escaping @Sendable (String) -> Void, reconnected: @escaping @Sendable () -> Void) throws -> any PostgresListener {
+        try real.listen(channel: channel, handler: handler, reconnected: reconnected)
+    }
+
+    func close() { real.close() }
+}
+
+/// Servers that stop, restart, and lose connections in the middle of a save.
+@Suite("PostgreSQL store: faults", .serialized)
+struct PostgresFaultTests {
+    /// A coordinator whose store goes through `driver`.
+    func coordinator(_ url: URL, driver: any PostgresDriver) throws -> PersistentStoreCoordinator {
+        let coordinator = PersistentStoreCoordinator(managedObjectModel: TestModels.notes())
+        let backend = try PostgresStore(url: url, model: TestModels.notes(), readOnly: false, maximumConnections: 4, logger: Logger(label: "test"), driver: driver)
+        _ = try coordinator.addTestStore(type: .postgres, url: url, backend: backend)
+        return coordinator
+    }
+
+    func count(_ url: URL) throws -> Int {
+        let coordinator = PersistentStoreCoordinator(managedObjectModel: TestModels.notes())
+        try coordinator.addPersistentStore(type: .postgres, at: url)
+        let context = ManagedObjectContext(concurrencyType: .confinement)
+        context.persistentStoreCoordinator = coordinator
+        return try context.count(for: FetchRequest<ManagedObject>(entityName: "Note"))
+    }
+
+    @Test(arguments: [true, false])
+    func aCommitWhoseConnectionIsLostIsAskedAfter(_ committed: Bool) throws {
+        let url = try PostgresTestServer.shared.get().makeDatabase()
+        let real = try PostgresDrivers.factory().connect(url: url, maximumConnections: 4, logger: Logger(label: "test"))
+        let driver = CommitLosingDriver(real: real, committed: committed)
+        let coordinator = try coordinator(url, driver: driver)
+        let context = ManagedObjectContext(concurrencyType: .confinement)
+        context.persistentStoreCoordinator = coordinator
+        for i in 0..<3 { context.insert("Note", ["title": "n\(i)"]) }
+        driver.arm()
+        if committed {
+            // The server says the transaction committed: the save succeeded, whole.
+            try context.save()
+            #expect(!context.hasChanges)
+            #expect(try count(url) == 3)
+        } else {
+            // The server says it was rolled back: the save fails, nothing was written, the changes are kept.
+            let error = try #require(throws: ObjectGraphError.self) { try context.save() }
+            #expect(error.code == .io)
+            #expect(error.message.contains("nothing was written"))
+            #expect(context.hasChanges)
+            #expect(try count(url) == 0)
+            try context.save()
+            #expect(try count(url) == 3)
+        }
+    }
+
+    @Test func aServerStoppedDuringASaveLeavesNothingPartialAndTheCoordinatorRecovers() throws {
+        let server = try PostgresTestServer.start()
+        let url = try server.makeDatabase()
+        let coordinator = PersistentStoreCoordinator(managedObjectModel: TestModels.notes())
+        try coordinator.addPersistentStore(type: .postgres, at: url)
+        let context = ManagedObjectContext(concurrencyType: .confinement)
+        context.persistentStoreCoordinator = coordinator
+        let folder = context.insert("Folder", ["name": "f"])
+        try context.save()
+
+        // A save big enough to be under way when the server stops.
+        for i in 0..<3000 { context.insert("Note", ["title": "n\(i)", "folder": folder]) }
+        let stopper = Thread { _ = try? server.stopServer() }
+        Thread.sleep(forTimeInterval: 0)
+        stopper.start()
+        let outcome = Result { try context.save() }
+        while stopper.isExecuting || !stopper.isFinished { Thread.sleep(forTimeInterval: 0.05) }
+        try server.startServer()
+        let stored = try count(url)
+        switch outcome {
+        case .success:
+            #expect(stored == 3000)
+            #expect(!context.hasChanges)
+        case .failure(let error):
+            #expect((error as? ObjectGraphError)?.code == .io, "\(error)")
+            #expect(stored == 0, "a failed save wrote \(stored) notes")
+            #expect(context.hasChanges)
+            // The same coordinator saves again once the server is back.
+            try context.save()
+            #expect(try count(url) == 3000)
+        }
+        // And goes on working.
+        context.insert("Note", ["title": "after"])
+        try context.save()
+        #expect(try count(url) == 3001)
+    }
+}
