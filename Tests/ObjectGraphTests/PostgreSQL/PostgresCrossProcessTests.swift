@@ -116,8 +116,9 @@ struct PostgresPeer {
             case "update":
                 let note = try object()
                 note.setValue(try next(), forKey: "title")
-                let rank = try next()
-                note.setValue(try #require(Int64(rank)), forKey: "rank")
+                let text = try next()
+                guard let rank = Int64(text, radix: 10) else { throw ObjectGraphError(.invalidFetchRequest, "'\(text)' is not a rank") }
+                note.setValue(rank, forKey: "rank")
                 try context.save()
             case "read":
                 let note = try object()
