@@ -224,7 +224,7 @@ final class PostgresNIODriver: PostgresDriver, Sendable {
                 return PostgresDriverError(kind: .other, message: String(reflecting: error))
             }
         }
-        if error is ChannelError || error is IOError || error is NIOConnectionError || String(describing: type(of: error)).contains("Connect") {
+        if error is ChannelError || error is IOError || error is NIOConnectionError {
             return PostgresDriverError(kind: .connection, message: "\(error)")
         }
         return PostgresDriverError(kind: .other, message: "\(error)")

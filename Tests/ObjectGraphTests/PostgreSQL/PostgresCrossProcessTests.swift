@@ -48,13 +48,7 @@ struct PostgresCrossProcessTests {
         #expect(try view.performAndWait { try view.all("Note", sortedBy: "rank").map { $0.value(forKey: "title") as? String } } == ["new in the peer", "there"])
     }
 
-    @Test("a conflict with another process resolves by each merge policy", arguments: [
-        (MergePolicy.error, nil as (String, Int64)?),
-        (.mergeByPropertyObjectTrump, ("mine", 2)),
-        (.mergeByPropertyStoreTrump, ("theirs", 2)),
-        (.overwrite, ("mine", 1)),
-        (.rollback, ("theirs", 2)),
-    ] as [(MergePolicy, (String, Int64)?)])
+    @Test("a conflict with another process resolves by each merge policy", arguments: PostgresStoreTests.policyOutcomes)
     func conflictsWithAnotherProcess(_ policy: MergePolicy, _ expected: (String, Int64)?) throws {
         let url = try PostgresTestServer.shared.get().makeDatabase()
         let coordinator = PersistentStoreCoordinator(managedObjectModel: TestModels.notes())

@@ -141,6 +141,25 @@ struct PostgresDriverTests {
         }
     }
 
+    @Test func aServerThatIsNotThereIsAConnectionError() throws {
+        // A port nothing listens on: the kernel refuses the connection at once.
+        let socket = Foundation.socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        _ = withUnsafeMutablePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(socket, $0, length) == 0 && getsockname(socket, $0, &length) == 0 } }
+        let port = Int(UInt16(bigEndian: address.sin_port))
+        close(socket)
+        do {
+            let driver = try connect(URL(string: "postgres://postgres@127.0.0.1:\(port)/postgres")!)
+            _ = try driver.transaction(isolation: .readCommitted, readOnly: true) { try $0.query("SELECT 1", []) }
+            Issue.record("connected to a closed port")
+        } catch let error as PostgresDriverError {
+            #expect(error.kind == .connection, "\(error)")
+        }
+    }
+
     @Test func threadsShareThePoolWithoutExceedingIt() throws {
         let (_, url) = try database()
         let driver = try connect(url, connections: 2)

@@ -47,13 +47,17 @@ struct PostgresStoreTests {
         #expect(read.value(forKey: "title") as? String == "changed in b")
     }
 
-    @Test("a conflict between coordinators resolves by each merge policy", arguments: [
-        (MergePolicy.error, nil as (String, Int64)?),
+    /// Each merge policy, and the note's (title, rank) in the store after "mine" changed the title
+    /// of a note (base, 1) that "theirs" saved as (theirs, 2) first; nil: the save fails.
+    static let policyOutcomes: [(MergePolicy, (String, Int64)?)] = [
+        (.error, nil),
         (.mergeByPropertyObjectTrump, ("mine", 2)),
         (.mergeByPropertyStoreTrump, ("theirs", 2)),
         (.overwrite, ("mine", 1)),
         (.rollback, ("theirs", 2)),
-    ] as [(MergePolicy, (String, Int64)?)])
+    ]
+
+    @Test("a conflict between coordinators resolves by each merge policy", arguments: policyOutcomes)
     func conflictsAcrossCoordinators(_ policy: MergePolicy, _ expected: (String, Int64)?) throws {
         let (_, c) = try coordinators(3)
         let setup = context(c[0], "setup")

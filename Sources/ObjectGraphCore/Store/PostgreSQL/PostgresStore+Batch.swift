@@ -6,18 +6,7 @@ import Foundation
 
 extension PostgresStore {
     func executeBatch(_ request: StoreBatchRequest, store: PersistentStore) throws -> StoreBatchResult {
-        let committing = Protected<(result: StoreBatchResult, txid: Int64)?>(nil)
-        return try write("running a batch request", inDoubt: { lost in
-            guard let (result, txid) = committing.withLock({ $0 }) else { throw self.translate(lost, while: "running a batch request") }
-            if try self.resolveCommit(of: txid, while: "a batch request", lost: lost) { return result }
-            throw ObjectGraphError(
-                .io, "The connection to \(self.location) was lost during a batch request (\(lost.message)); the server rolled it back: nothing was written",
-                url: self.url)
-        }) { session in
-            let (result, txid) = try run(request, store: store, session: session)
-            if let txid { committing.withLock { $0 = (result, txid) } }
-            return result
-        }
+        try writeResolvingCommit("running a batch request") { session in try run(request, store: store, session: session) }
     }
 
     private func run(_ request: StoreBatchRequest, store: PersistentStore, session: any PostgresSession) throws -> (StoreBatchResult, Int64?) {

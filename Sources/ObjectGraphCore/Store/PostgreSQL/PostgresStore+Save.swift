@@ -24,19 +24,7 @@ extension PostgresStore {
     }
 
     func save(_ request: StoreSaveRequest, store: PersistentStore) throws -> StoreSaveResult {
-        // The transaction's ID, kept in case the connection is lost during COMMIT.
-        let committing = Protected<(result: StoreSaveResult, txid: Int64)?>(nil)
-        return try write("saving", inDoubt: { lost in
-            guard let (result, txid) = committing.withLock({ $0 }) else { throw self.translate(lost, while: "saving") }
-            if try self.resolveCommit(of: txid, while: "saving", lost: lost) { return result }
-            throw ObjectGraphError(
-                .io, "The connection to \(self.location) was lost while saving (\(lost.message)); the server rolled the save back: nothing was written",
-                url: self.url)
-        }) { session in
-            let (result, txid) = try apply(request, store: store, session: session)
-            if let txid { committing.withLock { $0 = (result, txid) } }
-            return result
-        }
+        try writeResolvingCommit("saving") { session in try apply(request, store: store, session: session) }
     }
 
     /// The save's statements; returns what it did and its transaction's ID (nil when it wrote nothing).
@@ -229,16 +217,6 @@ extension PostgresStore {
         (1...max(n, 1)).map { "$\($0 + offset)" }.joined(separator: ", ")
     }
 
-    /// Whether an entity, or one it inherits from, declares a uniqueness constraint.
-    private func isConstrained(_ entity: EntityDescription) -> Bool {
-        var current: EntityDescription? = entity
-        while let e = current {
-            if !e.uniquenessConstraints.isEmpty { return true }
-            current = e.superentity
-        }
-        return false
-    }
-
     /// Runs an object's INSERT or UPDATE; returns the first cell of the first row it returns (an
     /// update's new version). For an entity with uniqueness constraints it runs in a savepoint: a
     /// unique index that refuses the row is reported as the save's own check reports it (a
@@ -249,7 +227,7 @@ extension PostgresStore {
         _ sql: String, _ parameters: [PostgresValue], _ session: any PostgresSession, object: SavedObject, inserted: Bool,
         resolve: (ManagedObjectID) -> ManagedObjectID, store: PersistentStore
     ) throws -> Int64? {
-        guard isConstrained(object.entity) else { return try session.query(sql, parameters).first?.first?.integer }
+        guard StoreUniqueness.isConstrained(object.entity) else { return try session.query(sql, parameters).first?.first?.integer }
         try session.execute("SAVEPOINT og_unique", [])
         do {
             let rows = try session.query(sql, parameters)
@@ -264,19 +242,9 @@ extension PostgresStore {
         }
     }
 
-    /// Sets to NULL the constrained columns that updated objects change, when more than one object
-    /// of the save has values for a uniqueness constraint (a lone object cannot collide with itself).
+    /// Sets to NULL the constrained columns that updated objects change (``StoreUniqueness/valuesToRelease(in:)``).
     private func releaseUniqueValues(_ request: StoreSaveRequest, session: any PostgresSession) throws {
-        guard request.updated.contains(where: { isConstrained($0.entity) }), request.updated.count + request.inserted.count > 1 else { return }
-        func touched(_ object: SavedObject) -> [AttributeDescription] {
-            RelationalLayout.uniquenessConstraints(of: object.entity).flatMap(\.2).filter { attribute in
-                !attribute.isTransient && (object.changedIndices.isEmpty || object.changedIndices.contains(attribute.index))
-            }
-        }
-        let updates = request.updated.filter { isConstrained($0.entity) }.map { ($0, touched($0)) }.filter { !$0.1.isEmpty }
-        let inserts = request.inserted.count(where: { isConstrained($0.entity) })
-        guard !updates.isEmpty, updates.count + inserts > 1 else { return }
-        for (object, attributes) in updates {
+        for (object, attributes) in StoreUniqueness.valuesToRelease(in: request) {
             guard let pk = object.id.primaryKey else { continue }
             let columns = Set(attributes.map { schema.columnName(for: $0) }).sorted()
             count()
@@ -286,48 +254,22 @@ extension PostgresStore {
         }
     }
 
-    /// A row: its root entity's table and its key.
-    private struct RowKey: Hashable {
-        var root: ObjectIdentifier
-        var pk: Int64
-    }
-
     private func checkUniqueness(_ request: StoreSaveRequest, resolve: (ManagedObjectID) -> ManagedObjectID, store: PersistentStore, session: any PostgresSession) throws {
-        var errors: [ObjectGraphError] = []
-        var conflicts: [ConstraintConflict] = []
-        var saved: Set<RowKey> = []
-        for object in request.inserted + request.updated {
-            if let pk = resolve(object.id).primaryKey { saved.insert(RowKey(root: ObjectIdentifier(object.entity.rootEntity), pk: pk)) }
-        }
-        for object in request.inserted + request.updated {
-            let id = resolve(object.id)
-            for (_, e, attributes) in RelationalLayout.uniquenessConstraints(of: object.entity)
-            where object.changedIndices.isEmpty || attributes.contains(where: { object.changedIndices.contains($0.index) }) {
-                let values = attributes.map { object.values[$0.index] }
-                if !RelationalLayout.canCollide(values) { continue }
-                let codes = e.selfAndDescendants.map { String(schema.entityNumber(for: $0)) }.joined(separator: ",")
-                var parameters: [PostgresValue] = []
-                var conditions: [String] = []
-                for (attribute, value) in zip(attributes, values) {
-                    parameters.append(try value.postgresParameter(for: attribute, entity: object.entity))
-                    conditions.append("\(SQLiteSchema.quote(schema.columnName(for: attribute))) = $\(parameters.count)\(PostgresTableLayout.cast(attribute))")
-                }
-                parameters.append(.int(id.primaryKey ?? -1))
-                count()
-                let rows = try session.query(
-                    "SELECT \"Z_PK\", \"Z_ENT\" FROM \(table(for: e)) WHERE \"Z_ENT\" IN (\(codes)) AND \(conditions.joined(separator: " AND ")) AND \"Z_PK\" <> $\(parameters.count) LIMIT 1",
-                    parameters)
-                guard let row = rows.first, let otherKey = row[0].integer else { continue }
-                let otherCode = Int(row[1].integer ?? -1)
-                let described = zip(attributes.map(\.name), values).map { "\($0) = \($1.debugText)" }.joined(separator: ", ")
-                errors.append(ObjectGraphError(
-                    .constraintConflict, "Another \(e.name) already has \(described)",
-                    entityName: e.name, key: attributes.map(\.name).joined(separator: ","), objectID: id))
-                let existing = saved.contains(RowKey(root: ObjectIdentifier(e.rootEntity), pk: otherKey))
-                    ? nil : schema.entity(forNumber: otherCode).map { ManagedObjectID(entity: $0, store: store, primaryKey: otherKey) }
-                conflicts.append(ConstraintConflict(objectID: object.id, existing: existing))
+        try StoreUniqueness.check(request, resolve: resolve, store: store, schema: schema) { e, attributes, values, excluding in
+            let codes = e.selfAndDescendants.map { String(schema.entityNumber(for: $0)) }.joined(separator: ",")
+            var parameters: [PostgresValue] = []
+            var conditions: [String] = []
+            for (attribute, value) in zip(attributes, values) {
+                parameters.append(try value.postgresParameter(for: attribute, entity: e))
+                conditions.append("\(SQLiteSchema.quote(schema.columnName(for: attribute))) = $\(parameters.count)\(PostgresTableLayout.cast(attribute))")
             }
+            parameters.append(.int(excluding))
+            count()
+            let rows = try session.query(
+                "SELECT \"Z_PK\", \"Z_ENT\" FROM \(table(for: e)) WHERE \"Z_ENT\" IN (\(codes)) AND \(conditions.joined(separator: " AND ")) AND \"Z_PK\" <> $\(parameters.count) LIMIT 1",
+                parameters)
+            guard let row = rows.first, let key = row[0].integer else { return nil }
+            return (key, Int(row[1].integer ?? -1))
         }
-        if !errors.isEmpty { throw ConstraintConflictError.make(errors, conflicts) }
     }
 }

@@ -99,6 +99,26 @@ final class PostgresStore: StoreBackend {
         }
     }
 
+    /// A write whose body returns its result and its transaction's ID (nil when it wrote nothing):
+    /// when the connection is lost during COMMIT, the server is asked whether it committed, and the
+    /// result is returned if it did (see ``resolveCommit(of:while:lost:)``).
+    ///
+    /// - Throws: ``ObjectGraphError/io`` saying nothing was written when the server rolled it back.
+    func writeResolvingCommit<T: Sendable>(_ doing: String, _ body: (any PostgresSession) throws -> (T, Int64?)) throws -> T {
+        let committing = Protected<(result: T, txid: Int64)?>(nil)
+        return try write(doing, inDoubt: { lost in
+            guard let (result, txid) = committing.withLock({ $0 }) else { throw self.translate(lost, while: doing) }
+            if try self.resolveCommit(of: txid, while: doing, lost: lost) { return result }
+            throw ObjectGraphError(
+                .io, "The connection to \(self.location) was lost while \(doing) (\(lost.message)); the server rolled it back: nothing was written",
+                url: self.url)
+        }) { session in
+            let (result, txid) = try body(session)
+            if let txid { committing.withLock { $0 = (result, txid) } }
+            return result
+        }
+    }
+
     /// How long a save whose COMMIT lost its connection waits for the server to say whether it committed.
     static let commitResolutionTimeout: Double = 30
 

@@ -337,29 +337,9 @@ extension SQLiteStore {
         }
     }
 
-    /// Sets to NULL the constrained columns that updated objects change, when more than one object
-    /// of the save has values for a uniqueness constraint (a lone object cannot collide with itself).
+    /// Sets to NULL the constrained columns that updated objects change (``StoreUniqueness/valuesToRelease(in:)``).
     private func releaseUniqueValues(_ request: StoreSaveRequest, db: Database) throws {
-        func constrained(_ entity: EntityDescription) -> Bool {
-            var current: EntityDescription? = entity
-            while let e = current {
-                if !e.uniquenessConstraints.isEmpty { return true }
-                current = e.superentity
-            }
-            return false
-        }
-        // Most saves touch no constraint: decided without building anything.
-        guard request.updated.contains(where: { constrained($0.entity) }),
-              request.updated.count + request.inserted.count > 1 else { return }
-        func touched(_ object: SavedObject) -> [AttributeDescription] {
-            RelationalLayout.uniquenessConstraints(of: object.entity).flatMap(\.2).filter { attribute in
-                !attribute.isTransient && (object.changedIndices.isEmpty || object.changedIndices.contains(attribute.index))
-            }
-        }
-        let updates = request.updated.filter { constrained($0.entity) }.map { ($0, touched($0)) }.filter { !$0.1.isEmpty }
-        let inserts = request.inserted.count(where: { constrained($0.entity) })
-        guard !updates.isEmpty, updates.count + inserts > 1 else { return }
-        for (object, attributes) in updates {
+        for (object, attributes) in StoreUniqueness.valuesToRelease(in: request) {
             guard let pk = object.id.primaryKey else { continue }
             let columns = Set(attributes.map { schema.columnName(for: $0) }).sorted()
             count()
@@ -378,55 +358,26 @@ extension SQLiteStore {
         }
     }
 
-    /// A row: its root entity's table and its key.
-    private struct RowKey: Hashable {
-        var root: ObjectIdentifier
-        var pk: Int64
-    }
-
     private func checkUniqueness(_ request: StoreSaveRequest, resolve: (ManagedObjectID) -> ManagedObjectID, store: PersistentStore, db: Database) throws {
-        var errors: [ObjectGraphError] = []
-        var conflicts: [ConstraintConflict] = []
-        // The rows this save writes, by table (a key is unique in its root entity's table only).
-        var saved: Set<RowKey> = []
-        for object in request.inserted + request.updated {
-            if let pk = resolve(object.id).primaryKey { saved.insert(RowKey(root: ObjectIdentifier(object.entity.rootEntity), pk: pk)) }
-        }
-        for object in request.inserted + request.updated {
-            let id = resolve(object.id)
-            for (_, e, attributes) in RelationalLayout.uniquenessConstraints(of: object.entity)
-            where object.changedIndices.isEmpty || attributes.contains(where: { object.changedIndices.contains($0.index) }) {
-                let values = attributes.map { object.values[$0.index] }
-                if !RelationalLayout.canCollide(values) { continue }
-                let codes = e.selfAndDescendants.map { String(schema.entityNumber(for: $0)) }.joined(separator: ",")
-                let conditions = attributes.map { "\(SQLiteSchema.quote(schema.columnName(for: $0))) = ?" }.joined(separator: " AND ")
-                count()
-                // Bound as stored (a string with a NUL, a NaN), so a value matches the column holding it.
-                let statement = try db.cachedStatement(
-                    sql: "SELECT Z_PK, Z_ENT FROM \(SQLiteSchema.quote(schema.tableName(for: e))) WHERE Z_ENT IN (\(codes)) AND \(conditions) AND Z_PK <> ? LIMIT 1")
-                let sqlite = statement.sqliteStatement
-                sqlite3_reset(sqlite)
-                for (i, value) in values.enumerated() { try bind(value, to: sqlite, at: CInt(i + 1), db) }
-                _ = Value.int(id.primaryKey ?? -1).bind(to: sqlite, at: CInt(values.count + 1))
-                let code = sqlite3_step(sqlite)
-                guard code == SQLITE_ROW else {
-                    sqlite3_reset(sqlite)
-                    if code == SQLITE_DONE { continue }
-                    throw DatabaseError(resultCode: ResultCode(rawValue: code), message: String(cString: sqlite3_errmsg(db.sqliteConnection)))
-                }
-                let otherKey = sqlite3_column_int64(sqlite, 0)
-                let otherCode = Int(sqlite3_column_int64(sqlite, 1))
-                sqlite3_reset(sqlite)
-                let described = zip(attributes.map(\.name), values).map { "\($0) = \($1.debugText)" }.joined(separator: ", ")
-                errors.append(ObjectGraphError(
-                    .constraintConflict, "Another \(e.name) already has \(described)",
-                    entityName: e.name, key: attributes.map(\.name).joined(separator: ","), objectID: id))
-                let existing = saved.contains(RowKey(root: ObjectIdentifier(e.rootEntity), pk: otherKey))
-                    ? nil : schema.entity(forNumber: otherCode).map { ManagedObjectID(entity: $0, store: store, primaryKey: otherKey) }
-                conflicts.append(ConstraintConflict(objectID: object.id, existing: existing))
+        try StoreUniqueness.check(request, resolve: resolve, store: store, schema: schema) { e, attributes, values, excluding in
+            let codes = e.selfAndDescendants.map { String(schema.entityNumber(for: $0)) }.joined(separator: ",")
+            let conditions = attributes.map { "\(SQLiteSchema.quote(schema.columnName(for: $0))) = ?" }.joined(separator: " AND ")
+            count()
+            // Bound as stored (a string with a NUL, a NaN), so a value matches the column holding it.
+            let statement = try db.cachedStatement(
+                sql: "SELECT Z_PK, Z_ENT FROM \(SQLiteSchema.quote(schema.tableName(for: e))) WHERE Z_ENT IN (\(codes)) AND \(conditions) AND Z_PK <> ? LIMIT 1")
+            let sqlite = statement.sqliteStatement
+            sqlite3_reset(sqlite)
+            for (i, value) in values.enumerated() { try bind(value, to: sqlite, at: CInt(i + 1), db) }
+            _ = Value.int(excluding).bind(to: sqlite, at: CInt(values.count + 1))
+            let code = sqlite3_step(sqlite)
+            defer { sqlite3_reset(sqlite) }
+            guard code == SQLITE_ROW else {
+                if code == SQLITE_DONE { return nil }
+                throw DatabaseError(resultCode: ResultCode(rawValue: code), message: String(cString: sqlite3_errmsg(db.sqliteConnection)))
             }
+            return (sqlite3_column_int64(sqlite, 0), Int(sqlite3_column_int64(sqlite, 1)))
         }
-        if !errors.isEmpty { throw ConstraintConflictError.make(errors, conflicts) }
     }
 
     private func readSnapshots(_ ids: [ManagedObjectID], store: PersistentStore, db: Database) throws -> [ManagedObjectID: Snapshot] {
