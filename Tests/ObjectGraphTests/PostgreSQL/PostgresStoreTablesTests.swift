@@ -13,25 +13,7 @@ struct PostgresStoreTablesTests {
     }
 
     /// TestModels.notes(), with a uniqueness constraint on Tag.name.
-    private static func model() -> ManagedObjectModel {
-        ManagedObjectModel(entities: [
-            EntityDescription(name: "Folder", properties: [
-                .attribute("name", .string, isOptional: false),
-                .relationship("notes", destination: "Note", toMany: true, inverse: "folder", deleteRule: .cascade),
-            ]),
-            EntityDescription(name: "Note", properties: [
-                .attribute("title", .string, isOptional: false, defaultValue: ""),
-                .attribute("rank", .integer64, defaultValue: Int64(0)),
-                .attribute("created", .date),
-                .relationship("folder", destination: "Folder", toMany: false, inverse: "notes", deleteRule: .nullify),
-                .relationship("tags", destination: "Tag", toMany: true, inverse: "notes"),
-            ]),
-            EntityDescription(name: "Tag", properties: [
-                .attribute("name", .string, isOptional: false),
-                .relationship("notes", destination: "Note", toMany: true, inverse: "tags"),
-            ], uniquenessConstraints: [["name"]]),
-        ])
-    }
+    private static func model() -> ManagedObjectModel { TestModels.notes(uniqueTagNames: true) }
 
     private func open(_ driver: any PostgresDriver, _ url: URL, _ model: ManagedObjectModel = Self.model()) throws -> [String: any Sendable] {
         try PostgresStoreTables.open(driver, schema: SQLiteSchema(model: model), schemaName: PostgresStoreTables.schemaName(in: url), location: url.absoluteString)

@@ -82,8 +82,9 @@ final class TestStack: @unchecked Sendable {
 }
 
 enum TestModels {
-    /// DESIGN.md's model, with a tag entity for many-to-many and a few validation rules.
-    static func notes() -> ManagedObjectModel {
+    /// DESIGN.md's model, with a tag entity for many-to-many and a few validation rules; with
+    /// `uniqueTagNames`, no two tags share a name (a uniqueness constraint).
+    static func notes(uniqueTagNames: Bool = false) -> ManagedObjectModel {
         ManagedObjectModel(entities: [
             EntityDescription(name: "Folder", properties: [
                 .attribute("name", .string, isOptional: false),
@@ -99,7 +100,7 @@ enum TestModels {
             EntityDescription(name: "Tag", properties: [
                 .attribute("name", .string, isOptional: false),
                 .relationship("notes", destination: "Note", toMany: true, inverse: "tags"),
-            ]),
+            ], uniquenessConstraints: uniqueTagNames ? [["name"]] : []),
         ])
     }
 }
