@@ -106,9 +106,7 @@ struct SQLiteMigrationScript: Sendable {
 
         /// The statement prepared, its arguments bound as a fetch binds them.
         func prepared(in db: Database) throws -> GRDB.Statement {
-            let statement = try db.makeStatement(sql: sql)
-            statement.setArguments(arguments)
-            return statement
+            try db.makeStatement(sql: sql, arguments: arguments)
         }
     }
 

@@ -46,8 +46,7 @@ struct SQLDebugLog: Sendable {
 
     /// Logs SQLite's plan of a query (level 4).
     func logPlan(of sql: String, arguments: [Value], _ db: Database) {
-        guard level >= 4, let statement = try? db.makeStatement(sql: "EXPLAIN QUERY PLAN " + sql) else { return }
-        statement.setArguments(arguments)
+        guard level >= 4, let statement = try? db.makeStatement(sql: "EXPLAIN QUERY PLAN " + sql, arguments: arguments) else { return }
         guard let rows = try? Row.fetchAll(statement) else { return }
         let plan = rows.map { row -> String in row["detail"] ?? "" }.joined(separator: "; ")
         logger.info("QUERY PLAN of \(sql): \(plan)", metadata: ["store": "\(store)"])

@@ -23,21 +23,21 @@ struct SQLQueryTestDatabase: Sendable {
     /// Runs a statement.
     func execute(_ sql: String, _ arguments: [Value] = []) throws {
         try queue.write { db in
-            try statement(db, sql, arguments).execute()
+            try db.makeStatement(sql: sql, arguments: arguments).execute()
         }
     }
 
     /// The first column of every row of a query, as integers.
     func integers(_ sql: String, _ arguments: [Value] = []) throws -> [Int64] {
         try queue.read { db in
-            try Int64.fetchAll(statement(db, sql, arguments))
+            try Int64.fetchAll(db.makeStatement(sql: sql, arguments: arguments))
         }
     }
 
     /// The first column of the first row of a query: nil, an integer, a real, a string or data.
     func scalar(_ sql: String, _ arguments: [Value] = []) throws -> Value {
         try queue.read { db in
-            switch try DatabaseValue.fetchOne(statement(db, sql, arguments))?.storage {
+            switch try DatabaseValue.fetchOne(db.makeStatement(sql: sql, arguments: arguments))?.storage {
             case .int64(let v)?: .int(v)
             case .double(let v)?: .double(v)
             case .string(let v)?: .string(v)
@@ -50,16 +50,9 @@ struct SQLQueryTestDatabase: Sendable {
     /// The `detail` column of `EXPLAIN QUERY PLAN` for a query.
     func queryPlan(_ sql: String, _ arguments: [Value] = []) throws -> [String] {
         try queue.read { db in
-            try Row.fetchAll(statement(db, "EXPLAIN QUERY PLAN " + sql, arguments))
+            try Row.fetchAll(db.makeStatement(sql: "EXPLAIN QUERY PLAN " + sql, arguments: arguments))
                 .map { $0["detail"] as String? ?? "" }
         }
-    }
-
-    /// A statement with its arguments bound as the store binds them.
-    private func statement(_ db: Database, _ sql: String, _ arguments: [Value]) throws -> Statement {
-        let statement = try db.makeStatement(sql: sql)
-        statement.setArguments(arguments)
-        return statement
     }
 
     /// The primary keys a fetch of `entityName` returns, in order.

@@ -244,9 +244,8 @@ extension SQLiteStore {
         let ids = try selectIDs(fetch, store: store, db)
         guard !ids.isEmpty else { return ids }
         count()
-        let delete = try db.makeStatement(sql: "DELETE FROM \(SQLiteSchema.quote(schema.tableName(for: fetch.entity))) AS t0\(matching.sql)")
-        delete.setArguments(matching.arguments)
-        try delete.execute()
+        try db.makeStatement(sql: "DELETE FROM \(SQLiteSchema.quote(schema.tableName(for: fetch.entity))) AS t0\(matching.sql)", arguments: matching.arguments)
+            .execute()
         return ids
     }
 
@@ -352,8 +351,7 @@ extension SQLiteStore {
             limit: fetch.fetchLimit > 0 ? fetch.fetchLimit : nil, offset: fetch.fetchOffset)
         count()
         // Read with the C API: two integer columns need no GRDB row per match.
-        let select = try db.makeStatement(sql: statement.sql)
-        select.setArguments(statement.arguments)
+        let select = try db.makeStatement(sql: statement.sql, arguments: statement.arguments)
         return try withExtendedLifetime(select) { try steppedIDs(select.sqliteStatement, store: store, db) }
     }
 

@@ -224,3 +224,13 @@ extension GRDB.Statement {
         }
     }
 }
+
+extension Database {
+    /// A new statement with `arguments` bound as ``GRDB/Statement/setArguments(_:)`` binds them
+    /// (a string holding U+0000 whole).
+    func makeStatement(sql: String, arguments: [Value]) throws -> GRDB.Statement {
+        let statement = try makeStatement(sql: sql)
+        statement.setArguments(arguments)
+        return statement
+    }
+}
