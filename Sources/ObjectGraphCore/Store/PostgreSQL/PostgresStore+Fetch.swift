@@ -29,7 +29,9 @@ extension PostgresStore {
 
         var compiler = PostgresPredicateSQL(schema: schema, entity: entity, store: store)
         var conditions: [String] = []
-        if let restriction = restriction(for: entity, includesSubentities: request.includesSubentities) { conditions.append(restriction) }
+        if let restriction = schema.entityRestriction(for: entity, includesSubentities: request.includesSubentities, alias: "t0", .postgres) {
+            conditions.append(restriction)
+        }
         var residual: [PredicateNode] = []
         if let predicate = request.predicate {
             for node in PostgresPredicateSQL.conjuncts(predicate.node) {
@@ -48,20 +50,16 @@ extension PostgresStore {
         return Plan(sql: sql, parameters: compiler.parameters, residual: residual, sortsInMemory: sortsInMemory)
     }
 
-    /// The condition that keeps the rows of `entity` (and its sub-entities) in its root's table, or nil for all of them.
-    func restriction(for entity: EntityDescription, includesSubentities: Bool) -> String? {
-        if entity.superentity == nil && (includesSubentities || entity.subentities.isEmpty) { return nil }
-        let codes = (includesSubentities ? entity.selfAndDescendants : [entity]).map { String(schema.entityNumber(for: $0)) }
-        return "t0.\"Z_ENT\" IN (\(codes.joined(separator: ", ")))"
-    }
-
     func fetch(_ request: StoreFetchRequest, store: PersistentStore) throws -> [StoreRow] {
         guard let layout = layouts[request.entity.rootEntity.entityCode] else { return [] }
         return try read("fetching \(request.entity.name)") { session in try fetch(request, layout: layout, store: store, session: session) }
     }
 
     func fetch(_ request: StoreFetchRequest, layout: PostgresTableLayout, store: PersistentStore, session: any PostgresSession) throws -> [StoreRow] {
-        let plan = try self.plan(request, columns: layout.selectList, store: store)
+        // Keys only, unless values are wanted or memory has to evaluate or sort the rows.
+        let keys = "t0.\"Z_PK\", t0.\"Z_ENT\", t0.\"Z_OPT\""
+        var plan = try self.plan(request, columns: request.includesPropertyValues ? layout.selectList : keys, store: store)
+        if plan.sortsInMemory && !request.includesPropertyValues { plan = try self.plan(request, columns: layout.selectList, store: store) }
         count()
         let rows = try session.query(plan.sql, plan.parameters).compactMap { layout.read($0, store: store) }
         guard plan.sortsInMemory else {
@@ -83,7 +81,7 @@ extension PostgresStore {
     }
 
     func count(_ request: StoreFetchRequest, store: PersistentStore) throws -> Int {
-        guard let layout = layouts[request.entity.rootEntity.entityCode] else { return 0 }
+        guard layouts[request.entity.rootEntity.entityCode] != nil else { return 0 }
         let plan = try self.plan(request, columns: "1", store: store, forCount: true)
         if !plan.residual.isEmpty {
             var request = request
@@ -94,7 +92,6 @@ extension PostgresStore {
         if request.fetchLimit > 0 { sql += " LIMIT \(request.fetchLimit)" }
         if request.fetchOffset > 0 { sql += " OFFSET \(request.fetchOffset)" }
         sql += ") AS counted"
-        _ = layout
         return try read("counting \(request.entity.name)") { session in
             count()
             return Int(try session.query(sql, plan.parameters).first?.first?.integer ?? 0)

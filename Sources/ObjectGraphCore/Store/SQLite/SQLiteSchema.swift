@@ -235,13 +235,15 @@ struct SQLiteSchema: Sendable {
     }
 
     /// The SQL condition restricting the root table (aliased `alias`) to the entity (and its
-    /// sub-entities when `includesSubentities`), or nil when every row qualifies.
-    func entityRestriction(for entity: EntityDescription, includesSubentities: Bool, alias: String) -> String? {
+    /// sub-entities when `includesSubentities`), or nil when every row qualifies; `Z_ENT` written
+    /// as `dialect` writes it.
+    func entityRestriction(for entity: EntityDescription, includesSubentities: Bool, alias: String, _ dialect: SQLDialect = .sqlite) -> String? {
         if entity.superentity == nil && includesSubentities { return nil }
         if entity.superentity == nil && entity.subentities.isEmpty { return nil }
         let codes = (includesSubentities ? entity.selfAndDescendants : [entity]).map(entityNumber(for:))
-        if codes.count == 1 { return "\(alias).\(Self.entityColumn) = \(codes[0])" }
-        return "\(alias).\(Self.entityColumn) IN (\(codes.map(String.init).joined(separator: ",")))"
+        let column = "\(alias).\(dialect.name(Self.entityColumn))"
+        if codes.count == 1 { return "\(column) = \(codes[0])" }
+        return "\(column) IN (\(codes.map(String.init).joined(separator: ",")))"
     }
 
     /// Core Data's column type for an attribute type (SQLite's).
