@@ -135,7 +135,7 @@ struct ContextUndoTests {
         return context
     }
 
-    @Test(arguments: StoreKind.allCases)
+    @Test(arguments: StoreKind.everyStore)
     func anAttributeChangeIsUndoneAndRedoneAcrossASave(_ kind: StoreKind) throws {
         let stack = try TestStack(kind)
         let context = context(stack)
@@ -158,7 +158,7 @@ struct ContextUndoTests {
         #expect(try reader.existingObject(with: note.objectID).value(forKey: "title") as? String == "first")
     }
 
-    @Test(arguments: StoreKind.allCases)
+    @Test(arguments: StoreKind.everyStore)
     func anUndoneInsertLeavesTheContextAndARedoBringsItBackWithItsValues(_ kind: StoreKind) throws {
         let stack = try TestStack(kind)
         let context = context(stack)
@@ -180,7 +180,7 @@ struct ContextUndoTests {
         #expect(try stack.context("reader").count(for: FetchRequest<ManagedObject>(entityName: "Note")) == 1)
     }
 
-    @Test(arguments: StoreKind.allCases)
+    @Test(arguments: StoreKind.everyStore)
     func anUndoneDeleteBringsBackWhatItsCascadeAndNullifyRulesChanged(_ kind: StoreKind) throws {
         let stack = try TestStack(kind)
         let context = context(stack)

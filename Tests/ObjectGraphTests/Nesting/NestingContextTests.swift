@@ -5,7 +5,7 @@ import ObjectGraph
 
 @Suite("Nesting: parent and child contexts")
 struct NestingContextTests {
-    static let kinds: [StoreKind] = [.sqlite, .inMemory]
+    static let kinds: [StoreKind] = [.sqlite, .inMemory, .postgres]
 
     @Test(arguments: kinds)
     func aChildsSavePushesIntoItsParentAndNotTheStore(_ kind: StoreKind) throws {
