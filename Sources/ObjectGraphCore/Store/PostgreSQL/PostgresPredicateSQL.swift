@@ -6,9 +6,11 @@ import Foundation
 /// What it compiles: `TRUEPREDICATE`, `FALSEPREDICATE`, `AND`, `OR`, `NOT`; comparisons of an
 /// attribute of the fetched entity with a constant of its own kind (`==`, `!=`, `<`, `<=`, `>`,
 /// `>=`, `IN` a list, and for strings case-sensitive `BEGINSWITH`, `CONTAINS` and `ENDSWITH`);
-/// `SELF` and to-one relationships compared with an object of the store or nil. Each comparison is
-/// true or false, never NULL, as in memory: `x != v` is true for a nil `x`, ordering is false with
-/// nil and with NaN. Text is compared in the "C" collation (code-point order, as in memory).
+/// `SELF` and to-one relationships compared with an object of the store or nil. Each condition is
+/// exact where it stands, as in memory: `x != v` is true for a nil `x`, ordering is false with nil
+/// and with NaN; a comparison is left bare (so that an index can answer it) except under a `NOT`,
+/// where a NULL would not turn into true. Text is compared in the "C" collation (code-point order,
+/// as in memory), so `BEGINSWITH` is a range of the column's index.
 ///
 /// What it leaves to memory (``compile(_:)`` returns nil): `[c]`, `[d]`, `LIKE`, `MATCHES`, key
 /// paths through relationships, to-many key paths and `SUBQUERY`, arithmetic, constants of
@@ -50,6 +52,9 @@ struct PostgresPredicateSQL {
         case .constant(let value):
             return value ? "TRUE" : "FALSE"
         case .not(let inner):
+            let outer = isNegated
+            isNegated = true
+            defer { isNegated = outer }
             return condition(inner).map { "NOT (\($0))" }
         case .and(let nodes):
             if nodes.isEmpty { return "TRUE" }
@@ -70,6 +75,35 @@ struct PostgresPredicateSQL {
         case .comparison(let comparison):
             return self.comparison(comparison)
         }
+    }
+
+    /// Whether the node being compiled is under a `NOT`. Outside one, a comparison may be NULL
+    /// where memory says false (a nil attribute): `AND`, `OR` and `WHERE` treat NULL as false, so
+    /// the answer is the same, and a bare comparison is one an index answers. Under a `NOT` each
+    /// comparison is made definite, as `NOT NULL` is NULL, not true.
+    private var isNegated = false
+
+    /// A comparison that may be NULL, as a condition that is exact where it stands.
+    private func definite(_ comparison: String) -> String {
+        isNegated ? "COALESCE(\(comparison), FALSE)" : comparison
+    }
+
+    /// The least string above every string that begins with `prefix`, in code-point order (the
+    /// "C" collation of the text columns): `prefix` with its last scalar raised by one, skipping
+    /// the surrogates; nil when every scalar is the last one (no string is above them all).
+    static func upperBound(ofPrefix prefix: String) -> String? {
+        var scalars = Array(prefix.unicodeScalars)
+        while let last = scalars.popLast() {
+            var next = last.value + 1
+            if next == 0xD800 { next = 0xE000 }
+            if let scalar = Unicode.Scalar(next) {
+                scalars.append(scalar)
+                var view = String.UnicodeScalarView()
+                view.append(contentsOf: scalars)
+                return String(view)
+            }
+        }
+        return nil
     }
 
     private mutating func bind(_ value: PostgresValue) -> String {
@@ -137,7 +171,7 @@ struct PostgresPredicateSQL {
             return "\(column) IS NOT NULL"
         case (.equalTo, .constant(let value)):
             guard let p = parameter(value, for: kind) else { return nil }
-            return "COALESCE(\(column) = \(bind(p)), FALSE)"
+            return definite("\(column) = \(bind(p))")
         case (.notEqualTo, .constant(let value)):
             guard let p = parameter(value, for: kind) else { return nil }
             return "\(column) IS DISTINCT FROM \(bind(p))"
@@ -146,7 +180,7 @@ struct PostgresPredicateSQL {
             guard [.integer, .real, .date, .string].contains(kind), let p = parameter(value, for: kind) else { return nil }
             let op = c.op == .lessThan ? "<" : c.op == .lessThanOrEqualTo ? "<=" : c.op == .greaterThan ? ">" : ">="
             let notNaN = kind == .real || kind == .date ? " AND \(column) <> 'NaN'::float8" : ""
-            return "COALESCE(\(column) \(op) \(bind(p))\(notNaN), FALSE)"
+            return definite("\(column) \(op) \(bind(p))\(notNaN)")
         case (.in, .list(let values)):
             if values.isEmpty { return "FALSE" }
             var marks: [String] = []
@@ -154,13 +188,18 @@ struct PostgresPredicateSQL {
                 guard let p = parameter(value, for: kind) else { return nil }
                 marks.append(bind(p))
             }
-            return "COALESCE(\(column) IN (\(marks.joined(separator: ", "))), FALSE)"
+            return definite("\(column) IN (\(marks.joined(separator: ", ")))")
         case (.beginsWith, .constant(.string(let v))), (.contains, .constant(.string(let v))), (.endsWith, .constant(.string(let v))):
             guard kind == .string, !v.isEmpty, let p = parameter(.string(v), for: .string) else { return nil }
             switch c.op {
-            case .beginsWith: return "COALESCE(starts_with(\(column), \(bind(p))), FALSE)"
-            case .contains: return "COALESCE(strpos(\(column), \(bind(p))) > 0, FALSE)"
-            default: return "COALESCE(right(\(column), \(v.unicodeScalars.count)) = \(bind(p)), FALSE)"
+            case .beginsWith:
+                // The range makes it a scan of the column's index (text columns are in "C" order).
+                // PostgreSQL 15 derives that range from starts_with itself; earlier servers do not.
+                let prefix = bind(p)
+                guard let upper = Self.upperBound(ofPrefix: v) else { return definite("starts_with(\(column), \(prefix))") }
+                return definite("\(column) >= \(prefix) AND \(column) < \(bind(.text(upper))) AND starts_with(\(column), \(prefix))")
+            case .contains: return definite("strpos(\(column), \(bind(p))) > 0")
+            default: return definite("right(\(column), \(v.unicodeScalars.count)) = \(bind(p))")
             }
         default:
             return nil

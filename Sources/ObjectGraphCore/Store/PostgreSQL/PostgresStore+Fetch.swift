@@ -50,6 +50,19 @@ extension PostgresStore {
         return Plan(sql: sql, parameters: compiler.parameters, residual: residual, sortsInMemory: sortsInMemory)
     }
 
+    /// PostgreSQL's plan for the SQL of a fetch (`EXPLAIN`, one line a row), for tests and
+    /// diagnosis. With `withoutSequentialScans`, the planner avoids reading whole tables where it
+    /// can, so that the plan shows whether an index can answer the conditions at all.
+    func explain(_ request: StoreFetchRequest, store: PersistentStore, withoutSequentialScans: Bool = false) throws -> [String] {
+        let plan = try self.plan(request, columns: "t0.\"Z_PK\"", store: store)
+        return try read("explaining a fetch of \(request.entity.name)") { session in
+            if withoutSequentialScans { _ = try session.query("SET LOCAL enable_seqscan = off", []) }
+            return try session.query("EXPLAIN " + plan.sql, plan.parameters).compactMap { row in
+                if case .text(let line) = row.first { line } else { nil }
+            }
+        }
+    }
+
     func fetch(_ request: StoreFetchRequest, store: PersistentStore) throws -> [StoreRow] {
         guard let layout = layouts[request.entity.rootEntity.entityCode] else { return [] }
         return try read("fetching \(request.entity.name)") { session in try fetch(request, layout: layout, store: store, session: session) }
