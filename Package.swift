@@ -86,7 +86,7 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
-        // The benchmark (ObjectGraph against the raw SQLite C API and GRDB): not part of the shipped tool.
+        // The benchmark (ObjectGraph against the raw SQLite C API and GRDB, or PostgresNIO): not part of the shipped tool.
         .executableTarget(
             name: "objectgraph-bench",
             dependencies: [
@@ -95,6 +95,11 @@ let package = Package(
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "GRDBSQLite", package: "GRDB.swift"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                // The floor of `--store postgres`: PostgresNIO's prepared statements.
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
             ]
         ),
         // The libFuzzer targets (Scripts/fuzz, with OBJECTGRAPH_FUZZ=1); built plainly, a runner

@@ -106,6 +106,8 @@ package struct BenchSettings: Codable, Sendable {
     package var scale = 1.0
     /// Whether ObjectGraph's stores record persistent history (`--history`), to measure what it costs.
     package var history = false
+    /// Where the stores live: SQLite files (the default) or schemas of a PostgreSQL database.
+    package var store = BenchStore.sqlite
 
     package init(synchronous: BenchSynchronous, runs: Int, quick: Bool = false, scale: Double = 1) {
         self.sizes = (quick ? BenchSizes.quick : .full).scaled(by: scale)
@@ -118,5 +120,41 @@ package struct BenchSettings: Codable, Sendable {
     /// The sizes as the report's header states them: "full sizes", "--quick sizes", "full sizes × 0.05".
     package var sizesDescription: String {
         (quick ? "--quick sizes" : "full sizes") + (scale == 1 ? "" : " × \(scale)") + (history ? "; ObjectGraph records persistent history" : "")
+    }
+}
+
+/// Where the benchmark keeps its stores (`--store`).
+package enum BenchStore: Codable, Sendable, Equatable {
+    /// SQLite files in a temporary folder: ObjectGraph, the raw SQLite C API and GRDB.
+    case sqlite
+    /// Schemas of the PostgreSQL database at `url`, each named with `prefix` (one per run of the
+    /// command, so that runs never share a table, and every schema of the run is dropped at its
+    /// end): ObjectGraph's `.postgres` store against PostgresNIO's prepared statements.
+    case postgres(url: String, prefix: String)
+
+    /// The ways that run on this store.
+    package var variants: [BenchVariant] {
+        switch self {
+        case .sqlite: BenchVariant.allCases
+        case .postgres: [.objectGraph, .raw]
+        }
+    }
+
+    /// The metrics that run on this store. On PostgreSQL: those whose floor is a statement
+    /// sequence PostgresNIO runs as the SQLite C API does; `readwrite`, `merge` and `frc_merge`
+    /// time SQLite's connections and files (WAL readers, a re-fetch), and are not run there.
+    package func runs(_ metric: Metric) -> Bool {
+        switch self {
+        case .sqlite: true
+        case .postgres: ![.readWrite, .merge, .frcMerge].contains(metric)
+        }
+    }
+
+    /// The title of a way on this store: "raw SQLite" or "raw PostgresNIO".
+    package func title(of variant: BenchVariant) -> String {
+        switch (self, variant) {
+        case (.postgres, .raw): "raw PostgresNIO"
+        default: variant.title
+        }
     }
 }

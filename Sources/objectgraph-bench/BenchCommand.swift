@@ -13,6 +13,7 @@ import ObjectGraphBenchCore
 /// swift run -c release objectgraph-bench --only predicate --runs 7 --synchronous normal
 /// swift run -c release objectgraph-bench --only fetch,fetch_typed --side objectgraph
 /// swift run -c release objectgraph-bench --only batch,frc_merge  # the batch requests and the fetched results controller
+/// swift run -c release objectgraph-bench --store postgres --url postgres://postgres@127.0.0.1:5432/bench --scale 0.1
 /// valgrind --tool=callgrind .build/release/objectgraph-bench --quick --only fetch --runs 1 --side objectgraph
 /// ```
 ///
@@ -20,6 +21,11 @@ import ObjectGraphBenchCore
 /// Each variant checks the others: a workload whose ways disagree on the rows they saw or on a
 /// checksum of the values is reported, and the command exits with a failure status. Missing a
 /// target is not a failure: nothing here asserts on time.
+/// Where `--store` puts the stores.
+enum BenchStoreKind: String, ExpressibleByArgument {
+    case sqlite, postgres
+}
+
 @main
 struct BenchCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
@@ -39,25 +45,56 @@ struct BenchCommand: ParsableCommand {
     @Flag(help: "Keep the folder of stores instead of removing it.") var keep = false
     @Option(help: "Run one way only, to profile it (no ratios, no cross-checks): objectgraph, raw or grdb.") var side: BenchVariant?
     @Flag(help: "ObjectGraph's stores record persistent history (what history costs: compare with a run without).") var history = false
+    @Option(help: "Where the stores live: sqlite (files in a temporary folder) or postgres (schemas of the database --url names).")
+    var store = BenchStoreKind.sqlite
+    @Option(help: "With --store postgres: the database, postgres://user[:password]@host[:port]/database. Each way makes schemas of its own there, dropped at the end.")
+    var url: String?
 
     func validate() throws {
         if runs < 1 { throw ValidationError("--runs must be at least 1") }
         if !(scale > 0) { throw ValidationError("--scale must be above 0") }
+        switch store {
+        case .sqlite:
+            if url != nil { throw ValidationError("--url is for --store postgres") }
+        case .postgres:
+            if url == nil { throw ValidationError("--store postgres needs --url postgres://user@host:port/database") }
+            if side == .grdb { throw ValidationError("GRDB is SQLite's: --side grdb does not run with --store postgres") }
+            if history { throw ValidationError("--history is SQLite's: PostgreSQL stores hear each other through their change log") }
+        }
     }
 
     func run() throws {
         var settings = BenchSettings(synchronous: synchronous, runs: runs, quick: quick, scale: scale)
         settings.history = history
+        var postgres: BenchPostgres?
+        if store == .postgres, let url {
+            let prefix = BenchPostgres.newPrefix()
+            settings.store = .postgres(url: url, prefix: prefix)
+            postgres = try BenchPostgres(url: url, prefix: prefix)
+        }
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("objectgraph-bench-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { if !keep { try? FileManager.default.removeItem(at: directory) } }
 
-        var report = BenchReport(settings: settings, sqliteVersion: RawConnection.libraryVersion)
+        var report = BenchReport(
+            settings: settings, sqliteVersion: RawConnection.libraryVersion, postgresVersion: try postgres?.serverVersion())
         BenchLog.note(report.header)
-        BenchLog.note("stores in \(directory.path)")
-        let runner = try BenchRunner(settings: settings, directory: directory, variants: side.map { [$0] } ?? BenchVariant.allCases)
-        for metric in only?.metrics ?? Metric.allCases {
-            report.rows.append(runner.row(of: metric))
+        BenchLog.note(postgres.map { "stores in the schemas \($0.prefix)_* of \($0.url.path.dropFirst())" } ?? "stores in \(directory.path)")
+        defer {
+            if let postgres {
+                if keep {
+                    BenchLog.note("schemas kept: \(postgres.prefix)_*")
+                } else {
+                    do { try postgres.dropRunSchemas() } catch { BenchLog.error("could not drop the schemas \(postgres.prefix)_*: \(error)") }
+                }
+            }
+        }
+        do {
+            let runner = try BenchRunner(settings: settings, directory: directory, variants: side.map { [$0] } ?? settings.store.variants)
+            let metrics = (only?.metrics ?? Metric.allCases).filter(settings.store.runs)
+            for metric in metrics {
+                report.rows.append(runner.row(of: metric))
+            }
         }
         print(report.markdown())
         if let json {

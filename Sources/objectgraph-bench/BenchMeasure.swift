@@ -24,6 +24,22 @@ enum BenchClock {
         let value = try body()
         return ((clock.now - start).seconds, value)
     }
+
+    /// The seconds async `body` takes (the raw PostgreSQL side's statements).
+    static func seconds(_ body: () async throws -> Void) async rethrows -> Double {
+        let clock = ContinuousClock()
+        let start = clock.now
+        try await body()
+        return (clock.now - start).seconds
+    }
+
+    /// The seconds async `body` takes, with what it returned.
+    static func measure<T>(_ body: () async throws -> T) async rethrows -> (seconds: Double, value: T) {
+        let clock = ContinuousClock()
+        let start = clock.now
+        let value = try await body()
+        return ((clock.now - start).seconds, value)
+    }
 }
 
 extension Duration {

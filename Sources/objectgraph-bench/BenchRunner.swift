@@ -10,16 +10,25 @@ final class BenchRunner {
     /// ObjectGraph's median seconds per row of `fetch`: the reference of `batched`.
     private var fetchSecondsPerRow: Double?
 
-    init(settings: BenchSettings, directory: URL, variants: [BenchVariant] = BenchVariant.allCases) throws {
+    init(settings: BenchSettings, directory: URL, variants: [BenchVariant]) throws {
         self.settings = settings
         self.directory = directory
         sides = try variants.map { try Self.side($0, directory: directory, settings: settings) }
     }
 
-    /// The side of a way, working in its own folder under `directory`.
+    /// The side of a way, working in its own folder under `directory` (and, on PostgreSQL, in
+    /// schemas of its own).
     static func side(_ variant: BenchVariant, directory: URL, settings: BenchSettings) throws -> any BenchSide {
         let folder = directory.appendingPathComponent(variant.rawValue)
         let synchronous = settings.synchronous
+        if case .postgres(let url, let prefix) = settings.store {
+            let postgres = try BenchPostgres(url: url, prefix: prefix)
+            switch variant {
+            case .objectGraph: return try ObjectGraphSide(directory: folder, synchronous: synchronous, postgres: postgres)
+            case .raw: return RawPostgresSide(postgres: postgres)
+            case .grdb: throw BenchError("GRDB is SQLite's: it does not run with --store postgres")
+            }
+        }
         switch variant {
         case .objectGraph: return try ObjectGraphSide(directory: folder, synchronous: synchronous, history: settings.history)
         case .raw: return try RawSide(directory: folder, synchronous: synchronous)
@@ -48,7 +57,7 @@ final class BenchRunner {
             guard let result = results[variant] else { continue }
             if result.samples.isEmpty {
                 row.notYet.insert(variant)
-                BenchLog.note("\(measurement.name): \(variant.title): not yet")
+                BenchLog.note("\(measurement.name): \(settings.store.title(of: variant)): not yet")
                 continue
             }
             samples[variant] = result.samples
@@ -58,7 +67,7 @@ final class BenchRunner {
             for figure in Set(timed.flatMap(\.figures.keys)) {
                 row.figures[variant, default: [:]][figure] = BenchStatistics.median(timed.compactMap { $0.figures[figure] })
             }
-            BenchLog.note("\(measurement.name): \(variant.title): median \(BenchReport.seconds(row.seconds[variant]!)) s")
+            BenchLog.note("\(measurement.name): \(settings.store.title(of: variant)): median \(BenchReport.seconds(row.seconds[variant]!)) s")
         }
         problems += BenchCrossCheck.mismatches(samples)
         if let verify = measurement.verify {
@@ -88,7 +97,7 @@ final class BenchRunner {
         var active: [any BenchSide] = []
         for side in sides {
             do {
-                BenchLog.note("\(measurement.name): preparing \(side.variant.title)…")
+                BenchLog.note("\(measurement.name): preparing \(settings.store.title(of: side.variant))…")
                 try side.prepare(measurement.metric, sizes: settings.sizes)
                 results[side.variant] = ([], nil)
                 active.append(side)

@@ -15,10 +15,12 @@ extension ObjectGraphSide {
 
     /// A new store in a folder of its own under the side's folder, and a function that removes it.
     func newStore(_ name: String) throws -> (PersistentStoreCoordinator, URL, remove: () -> Void) {
-        let folder = directory.appendingPathComponent("\(name)-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
-        let url = folder.appendingPathComponent("\(name).sqlite")
-        return (try openCoordinator(at: url), url, { try? FileManager.default.removeItem(at: folder) })
+        let (url, remove) = try newStoreLocation(name)
+        let coordinator = try openCoordinator(at: url)
+        return (coordinator, url, { [self] in
+            close(coordinator)
+            remove()
+        })
     }
 
     /// Seeds rows 0..<rows of `Item` with batch inserts of 20,000 rows (row `r` gets primary key `r + 1`).
@@ -56,8 +58,10 @@ extension ObjectGraphSide {
         let seconds = try context.performAndWait {
             try BenchClock.seconds { try context.execute(BatchInsertRequest(entityName: "Item", objects: objects)) }
         }
-        // Read the file back with a new coordinator: what the sample reports is what was stored.
-        let (rows, checksum) = try readAllItems(try openCoordinator(at: url))
+        // Read the store back with a new coordinator: what the sample reports is what was stored.
+        let reader = try openCoordinator(at: url)
+        defer { close(reader) }
+        let (rows, checksum) = try readAllItems(reader)
         return BenchSample(seconds: seconds, rows: rows, checksum: checksum)
     }
 

@@ -10,13 +10,12 @@ import ObjectGraphBenchCore
 extension ObjectGraphSide {
     /// `insert_typed`: `Item(context:)` and ten property sets per object, then one save.
     func insertTyped(count: Int) throws -> BenchSample {
-        let folder = directory.appendingPathComponent("insert-typed-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: folder) }
-        let url = folder.appendingPathComponent("insert.sqlite")
+        let (url, remove) = try newStoreLocation("insert-typed")
+        defer { remove() }
         let seconds: Double
         do {
             let coordinator = try openCoordinator(at: url, access: .typed)
+            defer { close(coordinator) }
             let context = newContext(coordinator, name: "insert, typed")
             seconds = try context.performAndWait {
                 try BenchClock.seconds {
@@ -27,8 +26,9 @@ extension ObjectGraphSide {
                 }
             }
         }
-        // Read the file back with a new coordinator: what the sample reports is what was stored.
+        // Read the store back with a new coordinator: what the sample reports is what was stored.
         let coordinator = try openCoordinator(at: url, access: .typed)
+        defer { close(coordinator) }
         let (rows, checksum) = try readAllTypedItems(coordinator)
         return BenchSample(seconds: seconds, rows: rows, checksum: checksum)
     }

@@ -29,10 +29,14 @@ final class ObjectGraphSide: BenchSide {
     /// not `model`'s: each model has files of its own.
     let typedModel = ManagedObjectModel(types: [Item.self])
 
-    init(directory: URL, synchronous: BenchSynchronous, history: Bool = false) throws {
+    /// The database whose schemas hold the stores (`--store postgres`), or nil for SQLite files.
+    let postgres: BenchPostgres?
+
+    init(directory: URL, synchronous: BenchSynchronous, history: Bool = false, postgres: BenchPostgres? = nil) throws {
         self.directory = directory
         self.synchronous = synchronous
         self.history = history
+        self.postgres = postgres
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
     }
 
@@ -40,10 +44,39 @@ final class ObjectGraphSide: BenchSide {
 
     func openCoordinator(at url: URL, access: BenchAccess = .keyValue) throws -> PersistentStoreCoordinator {
         let coordinator = PersistentStoreCoordinator(managedObjectModel: access == .typed ? typedModel : model)
-        try coordinator.addPersistentStore(
-            type: .sqlite, at: url,
-            options: [PersistentStoreOption.durability: synchronous.durability, PersistentStoreOption.persistentHistoryTracking: history])
+        if postgres != nil {
+            try coordinator.addPersistentStore(type: .postgres, at: url)
+        } else {
+            try coordinator.addPersistentStore(
+                type: .sqlite, at: url,
+                options: [PersistentStoreOption.durability: synchronous.durability, PersistentStoreOption.persistentHistoryTracking: history])
+        }
         return coordinator
+    }
+
+    /// The location of the kept store `name`: a file of the side's folder, or a schema of the
+    /// benchmark's PostgreSQL database.
+    func storeURL(_ name: String) -> URL {
+        if let postgres { return postgres.storeURL(schema: postgres.schema(variant, name)) }
+        return directory.appendingPathComponent("\(name).sqlite")
+    }
+
+    /// The location of a new store (a folder or a schema of its own) and a function that removes
+    /// it; the caller closes its coordinators first.
+    func newStoreLocation(_ name: String) throws -> (url: URL, remove: () -> Void) {
+        let unique = "\(name)-\(UUID().uuidString.prefix(8))"
+        if let postgres {
+            let schema = postgres.schema(variant, unique)
+            return (postgres.storeURL(schema: schema), { try? postgres.dropSchema(schema) })
+        }
+        let folder = directory.appendingPathComponent(unique)
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        return (folder.appendingPathComponent("\(name).sqlite"), { try? FileManager.default.removeItem(at: folder) })
+    }
+
+    /// Closes a coordinator's stores now (PostgreSQL: its connections), before its store is removed.
+    func close(_ coordinator: PersistentStoreCoordinator) {
+        for store in coordinator.persistentStores { try? coordinator.removePersistentStore(store) }
     }
 
     func newContext(_ coordinator: PersistentStoreCoordinator, name: String? = nil) -> ManagedObjectContext {
@@ -56,9 +89,9 @@ final class ObjectGraphSide: BenchSide {
     /// The coordinator of a seeded store: `kind` (`items`, `update`, `update_typed`, `merge`,
     /// `batch` or `entries`) of `rows` rows, with the model of `access`.
     func store(_ kind: String, rows: Int, access: BenchAccess = .keyValue) throws -> PersistentStoreCoordinator {
-        let name = "\(kind)-\(rows)\(access == .typed ? "-typed" : "").sqlite"
+        let name = "\(kind)-\(rows)\(access == .typed ? "-typed" : "")"
         if let coordinator = coordinators[name] { return coordinator }
-        let coordinator = try openCoordinator(at: directory.appendingPathComponent(name), access: access)
+        let coordinator = try openCoordinator(at: storeURL(name), access: access)
         let entity = kind == "entries" ? "Entry" : "Item"
         let context = newContext(coordinator, name: "seed")
         let existing = try context.performAndWait { try context.count(for: FetchRequest<ManagedObject>(entityName: entity)) }
@@ -112,13 +145,12 @@ final class ObjectGraphSide: BenchSide {
 
     func insert(count: Int, access: BenchAccess) throws -> BenchSample {
         if access == .typed { return try insertTyped(count: count) }
-        let folder = directory.appendingPathComponent("insert-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: folder) }
-        let url = folder.appendingPathComponent("insert.sqlite")
+        let (url, remove) = try newStoreLocation("insert")
+        defer { remove() }
         let seconds: Double
         do {
             let coordinator = try openCoordinator(at: url)
+            defer { close(coordinator) }
             let context = newContext(coordinator, name: "insert")
             seconds = try context.performAndWait {
                 try BenchClock.seconds {
@@ -130,8 +162,9 @@ final class ObjectGraphSide: BenchSide {
                 }
             }
         }
-        // Read the file back with a new coordinator: what the sample reports is what was stored.
+        // Read the store back with a new coordinator: what the sample reports is what was stored.
         let coordinator = try openCoordinator(at: url)
+        defer { close(coordinator) }
         let (rows, checksum) = try readAllItems(coordinator)
         return BenchSample(seconds: seconds, rows: rows, checksum: checksum)
     }

@@ -58,6 +58,32 @@ struct BenchReportTests {
         #expect(lines.contains("- update_one_save: what update_one_save times"))
     }
 
+    @Test("on PostgreSQL the report compares with PostgresNIO only, gives no SQLite verdicts, and the store's metrics exclude SQLite's own")
+    func postgresReport() throws {
+        var settings = BenchSettings(synchronous: .full, runs: 3)
+        settings.store = .postgres(url: "postgres://postgres@127.0.0.1:5432/bench", prefix: "ogb_0000abcd")
+        var report = BenchReport(settings: settings, sqliteVersion: "3.40.1", postgresVersion: "15.18")
+        var fetch = row(.fetch, target: .ratios(raw: 4, grdb: 1.5), og: 0.6, raw: 0.3, grdb: 0)
+        fetch.seconds[.grdb] = nil
+        report.rows = [fetch]
+        let lines = report.markdown().split(separator: "\n").map(String.init)
+        #expect(lines[0].contains("PostgreSQL 15.18"))
+        #expect(lines.contains("| metric | ObjectGraph s | raw PostgresNIO s | OG/raw |"))
+        #expect(lines.contains("| fetch | 0.6 | 0.3 | 2.00× |"))
+        #expect(lines.contains("| fetch | 3 | 0.5 |"))
+        #expect(!lines.contains { $0.contains("missed") || $0.contains("GRDB s") })
+        let root = try #require(try JSONSerialization.jsonObject(with: report.json()) as? [String: Any])
+        #expect(root["store"] as? String == "postgres" && root["postgres_version"] as? String == "15.18" && root["synchronous"] == nil)
+
+        #expect(settings.store.variants == [.objectGraph, .raw])
+        #expect(Metric.allCases.filter(settings.store.runs).count == Metric.allCases.count - 3)
+        #expect(!settings.store.runs(.merge) && settings.store.runs(.batchDelete) && BenchStore.sqlite.runs(.merge))
+        #expect(settings.store.title(of: .raw) == "raw PostgresNIO" && BenchStore.sqlite.title(of: .raw) == "raw SQLite")
+        // The settings reach a worker process as JSON: the store survives the trip.
+        let decoded = try JSONDecoder().decode(BenchSettings.self, from: JSONEncoder().encode(settings))
+        #expect(decoded.store == settings.store)
+    }
+
     @Test("the JSON report names each figure by side and metric")
     func json() throws {
         var report = BenchReport(settings: BenchSettings(synchronous: .normal, runs: 1, scale: 0.05), sqliteVersion: "3")
