@@ -127,6 +127,8 @@ public final class PersistentStoreCoordinator: Sendable, CustomStringConvertible
                 url: url)
         }
         try migrateStoreIfNeeded(type: type, at: url, options: options)
+        // A PostgreSQL store migrates itself, in the transaction that opens it.
+        let migration = try MigrationSettings(options)
         let options = try StoreOptions(options)
         let readOnly = options.readOnly, durability = options.durability
         let readers = options.maximumReaderCount, busyTimeout = options.busyTimeout
@@ -173,7 +175,8 @@ public final class PersistentStoreCoordinator: Sendable, CustomStringConvertible
                 throw ObjectGraphError(.io, "The store at \(url.host ?? "")\(url.path) is already added to this coordinator as \(existing.identifier)", url: url)
             }
             // Connections: one per reader the options allow, and one for saves.
-            backend = try PostgresStore(url: url, model: managedObjectModel, readOnly: readOnly, maximumConnections: readers + 1, logger: logger)
+            backend = try PostgresStore(
+                url: url, model: managedObjectModel, readOnly: readOnly, maximumConnections: readers + 1, logger: logger, migration: migration)
         case .binary, .xml:
             guard let url else { throw ObjectGraphError(.io, "A \(type) store needs a file URL") }
             backend = try AtomicStore(url: url, model: managedObjectModel, format: type == .xml ? .xml : .binary, readOnly: readOnly)

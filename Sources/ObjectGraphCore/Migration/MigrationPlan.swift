@@ -128,7 +128,7 @@ enum StoredModelIdentity: Sendable {
 enum MigrationPlanner {
     static func plan(
         forStoreAt url: URL, type: StoreType, identity: StoredModelIdentity, to model: ManagedObjectModel,
-        settings: MigrationSettings, describe: Bool
+        settings: MigrationSettings, describe: Bool, recorded: ManagedObjectModel? = nil
     ) throws -> MigrationPlan {
         if identity.matches(model) { return MigrationPlan(steps: []) }
         func same(_ a: ManagedObjectModel, _ b: ManagedObjectModel) -> Bool {
@@ -151,7 +151,7 @@ enum MigrationPlanner {
                 path = Array(versions[start...]) + [MigrationVersion(model: model, kind: .lightweight, stage: nil)]
             }
         } else {
-            guard let source = try sourceModel(ofStoreAt: url, type: type, identity: identity, among: versions.map(\.model)) else {
+            guard let source = try sourceModel(ofStoreAt: url, type: type, identity: identity, among: versions.map(\.model) + (recorded.map { [$0] } ?? [])) else {
                 let known = settings.manager == nil ? "" : " nor any model of the staged migration's stages"
                 throw ObjectGraphError(
                     .migration,
@@ -193,7 +193,8 @@ enum MigrationPlanner {
     /// The model the store at `url` was written with: one of `candidates` (the models the app
     /// gives, matched by the store's version hashes, as Core Data does), else the copy the store
     /// records (`Z_MODELCACHE` in an SQLite store, Core Data's or ObjectGraph's; the model inside a
-    /// binary or XML file). Nil when neither has it.
+    /// binary or XML file; a PostgreSQL store's is read by the store and given among the candidates).
+    /// Nil when neither has it.
     ///
     /// The one place a store's own record of its model is read: a store that records its model in
     /// another way (an atomic store's embedded model) is read here.

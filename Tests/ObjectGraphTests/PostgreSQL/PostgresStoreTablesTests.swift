@@ -16,7 +16,7 @@ struct PostgresStoreTablesTests {
     private static func model() -> ManagedObjectModel { TestModels.notes(uniqueTagNames: true) }
 
     private func open(_ driver: any PostgresDriver, _ url: URL, _ model: ManagedObjectModel = Self.model()) throws -> [String: any Sendable] {
-        try PostgresStoreTables.open(driver, schema: SQLiteSchema(model: model), schemaName: PostgresStoreTables.schemaName(in: url), location: url.absoluteString)
+        try PostgresStoreTables.open(driver, schema: SQLiteSchema(model: model), schemaName: PostgresStoreTables.schemaName(in: url), location: url.absoluteString).metadata
     }
 
     private func strings(_ driver: any PostgresDriver, _ sql: String, _ parameters: [PostgresValue] = []) throws -> [String] {
@@ -40,7 +40,7 @@ struct PostgresStoreTablesTests {
             Issue.record("Note.tags has no join table")
             return
         }
-        let expected = Set(["Z_METADATA", "Z_PRIMARYKEY", "Z_OGCHANGE", join] + model.entitiesByCode.map { schema.tableName(for: $0) })
+        let expected = Set(["Z_METADATA", "Z_PRIMARYKEY", "Z_OGCHANGE", "Z_MODELCACHE", join] + model.entitiesByCode.map { schema.tableName(for: $0) })
         #expect(Set(tables) == expected)
         let note = schema.tableName(for: model.entitiesByName["Note"]!)
         let columns = try strings(

@@ -33,7 +33,12 @@ final class PostgresStore: StoreBackend {
     var statementCount: Int { statements.load(ordering: .relaxed) }
 
     /// - Parameter driver: the connections to use (tests); nil to connect to `url` with ObjectGraphPostgres's driver.
-    init(url: URL, model: ManagedObjectModel, readOnly: Bool, maximumConnections: Int, logger: Logger, driver: (any PostgresDriver)? = nil) throws {
+    /// - Parameter migration: the migration options the store was added with: a store written with
+    ///   another model is migrated when they say so (see `PostgresStore+Migration.swift`).
+    init(
+        url: URL, model: ManagedObjectModel, readOnly: Bool, maximumConnections: Int, logger: Logger, driver: (any PostgresDriver)? = nil,
+        migration: MigrationSettings? = nil
+    ) throws {
         guard url.scheme == "postgres" || url.scheme == "postgresql" else {
             throw ObjectGraphError(
                 .unsupported, "Cannot add a \(StoreType.postgres) store at \(url.absoluteString): its URL must be postgres://user:password@host:port/database",
@@ -51,19 +56,62 @@ final class PostgresStore: StoreBackend {
         self.schema = schema
         let driver = try driver ?? PostgresDrivers.factory().connect(url: url, maximumConnections: max(1, maximumConnections), logger: logger)
         self.driver = driver
+        let opened: PostgresStoreTables.Opened
         do {
-            metadata = try PostgresStoreTables.open(driver, schema: schema, schemaName: schemaName, location: location)
+            let migrates = !readOnly && migration?.migrates == true
+            opened = try PostgresStoreTables.open(driver, schema: schema, schemaName: schemaName, location: location, migrates: migrates)
         } catch {
             driver.close()
             throw error
         }
-        identifier = metadata[PersistentStore.metadataIdentifierKey] as? String ?? UUID().uuidString
+        identifier = opened.metadata[PersistentStore.metadataIdentifierKey] as? String ?? UUID().uuidString
+        // After a migration the store's metadata is the new model's, with the store's UUID.
+        metadata = opened.migrateFrom == nil ? opened.metadata : Self.metadata(of: model, identifier: identifier)
+        layouts = Self.layouts(of: schema, in: schemaName)
+        if let hashes = opened.migrateFrom, let migration {
+            logger.info("migrating the PostgreSQL store \(location) to the coordinator's model")
+            do {
+                try migrate(from: hashes, settings: migration)
+            } catch {
+                logger.error("the migration of the PostgreSQL store \(location) failed, and it was left as it was: \(error)")
+                driver.close()
+                throw error
+            }
+            logger.info("migrated the PostgreSQL store \(location)")
+        }
+    }
+
+    /// A reader of the tables `model` describes in `schemaName`, through `driver`, that opens
+    /// nothing and writes nothing: the old model's side of a migration, used in its transaction.
+    init(readingTablesOf model: ManagedObjectModel, url: URL, location: String, schemaName: String, driver: any PostgresDriver) {
+        self.url = url
+        self.model = model
+        readOnly = true
+        self.location = location
+        self.schemaName = schemaName
+        schema = SQLiteSchema(model: model)
+        self.driver = driver
+        identifier = ""
+        metadata = [:]
+        layouts = Self.layouts(of: schema, in: schemaName)
+    }
+
+    /// The layout of each root entity's table (by root entity code).
+    private static func layouts(of schema: SQLiteSchema, in schemaName: String) -> [Int: PostgresTableLayout] {
         var layouts: [Int: PostgresTableLayout] = [:]
         let quotedSchema = SQLiteSchema.quote(schemaName)
-        for root in model.entitiesByCode where root.superentity == nil {
+        for root in schema.model.entitiesByCode where root.superentity == nil {
             layouts[root.entityCode] = PostgresTableLayout(root: root, schema: schema) { "\(quotedSchema).\(SQLiteSchema.quote($0))" }
         }
-        self.layouts = layouts
+        return layouts
+    }
+
+    /// The metadata a store of `model` records (Core Data's keys, the model's version hashes).
+    static func metadata(of model: ManagedObjectModel, identifier: String) -> [String: any Sendable] {
+        var metadata = SQLiteStoreMetadata.new(model: model)
+        metadata[PersistentStore.metadataTypeKey] = StoreType.postgres.rawValue
+        metadata[PersistentStore.metadataIdentifierKey] = identifier
+        return metadata
     }
 
     /// A table's name, qualified by the store's schema and quoted.

@@ -15,6 +15,16 @@ enum PostgresStoreTables {
     static let primaryKeyTable = SQLiteSchema.primaryKeyTable
     /// The store's change log: one row per committed save (see ``PostgresChangeLog``).
     static let changeTable = "Z_OGCHANGE"
+    /// The model that wrote the store, compiled as in an SQLite store's `Z_MODELCACHE`, so that a
+    /// migration knows its source model without the app keeping it.
+    static let modelCacheTable = SQLiteSchema.modelCacheTable
+
+    /// What opening found: the store's metadata, and when the store was written with another
+    /// model that the caller asked to migrate from, that model's version hashes.
+    struct Opened {
+        var metadata: [String: any Sendable]
+        var migrateFrom: [String: Data]?
+    }
 
     /// `CREATE TABLE` for the change log, in the schema the statement qualifies it with.
     static func changeTableStatement(_ qualified: String) -> String {
@@ -31,7 +41,11 @@ enum PostgresStoreTables {
     ///
     /// - Throws: ``ObjectGraphError/incompatibleModel`` for a store written with another model, or
     ///   a schema that holds other tables; ``ObjectGraphError/io`` when the server cannot be reached.
-    static func open(_ driver: any PostgresDriver, schema: SQLiteSchema, schemaName: String, location: String) throws -> [String: any Sendable] {
+    /// - Parameter migrates: whether a store written with another model is reported to be migrated
+    ///   (``Opened/migrateFrom``) rather than refused.
+    static func open(
+        _ driver: any PostgresDriver, schema: SQLiteSchema, schemaName: String, location: String, migrates: Bool = false
+    ) throws -> Opened {
         do {
             return try driver.transaction(isolation: .readCommitted, readOnly: false) { session in
                 let quotedSchema = SQLiteSchema.quote(schemaName)
@@ -41,7 +55,7 @@ enum PostgresStoreTables {
                 let tables = try session.query(
                     "SELECT table_name FROM information_schema.tables WHERE table_schema = $1 ORDER BY table_name", [.text(schemaName)]
                 ).compactMap { row -> String? in if case .text(let name) = row.first { name } else { nil } }
-                if tables.isEmpty { return try create(session, schema: schema, schemaName: schemaName) }
+                if tables.isEmpty { return Opened(metadata: try create(session, schema: schema, schemaName: schemaName)) }
                 guard tables.contains(metadataTable) else {
                     throw ObjectGraphError(
                         .incompatibleModel,
@@ -56,14 +70,18 @@ enum PostgresStoreTables {
                 metadata[PersistentStore.metadataIdentifierKey] = identifier
                 if let hashes = SQLiteStoreMetadata.versionHashes(in: metadata),
                    let problem = SQLiteStoreMetadata.incompatibility(of: hashes, with: schema.model) {
+                    if migrates { return Opened(metadata: metadata, migrateFrom: hashes) }
                     throw ObjectGraphError(
                         .incompatibleModel, "The store in schema \(schemaName) of \(location) was written with another model (\(problem))")
                 }
-                // Stores created before the change log existed get it now.
+                // Stores created before the change log and the model cache existed get them now.
                 if !tables.contains(changeTable) {
                     try session.execute(changeTableStatement("\(quotedSchema).\(SQLiteSchema.quote(changeTable))"), [])
                 }
-                return metadata
+                if !tables.contains(modelCacheTable) {
+                    try writeModelCache(session, model: schema.model, schemaName: schemaName)
+                }
+                return Opened(metadata: metadata)
             }
         } catch let error as PostgresDriverError {
             throw translate(error, location: location, while: "opening the store")
@@ -78,14 +96,8 @@ enum PostgresStoreTables {
         try session.execute("CREATE TABLE \(SQLiteSchema.quote(primaryKeyTable)) (\"Z_ENT\" BIGINT PRIMARY KEY, \"Z_NAME\" TEXT, \"Z_SUPER\" BIGINT, \"Z_MAX\" BIGINT)", [])
         try session.execute("CREATE TABLE \(SQLiteSchema.quote(metadataTable)) (\"Z_VERSION\" BIGINT PRIMARY KEY, \"Z_UUID\" TEXT, \"Z_PLIST\" BYTEA)", [])
         try session.execute(changeTableStatement(SQLiteSchema.quote(changeTable)), [])
-        for statement in schema.createStatements(.postgres) + schema.userIndexStatements(.postgres) {
-            try session.execute(statement, [])
-        }
-        for (number, name, superentity) in schema.primaryKeyRows() {
-            try session.execute(
-                "INSERT INTO \(SQLiteSchema.quote(primaryKeyTable)) (\"Z_ENT\", \"Z_NAME\", \"Z_SUPER\", \"Z_MAX\") VALUES ($1, $2, $3, 0)",
-                [.int(Int64(number)), .text(name), .int(Int64(superentity))])
-        }
+        try writeModelCache(session, model: schema.model, schemaName: schemaName)
+        try createEntityTables(session, schema: schema, maxKeys: [:])
         let identifier = UUID().uuidString
         var metadata = SQLiteStoreMetadata.new(model: schema.model)
         metadata[PersistentStore.metadataTypeKey] = StoreType.postgres.rawValue
@@ -94,6 +106,28 @@ enum PostgresStoreTables {
             [.text(identifier), .bytes(try SQLiteStoreMetadata.encode(metadata))])
         metadata[PersistentStore.metadataIdentifierKey] = identifier
         return metadata
+    }
+
+    /// Creates the tables of the model's entities and relationships, and its rows of
+    /// `Z_PRIMARYKEY` (with `maxKeys` by root entity code, else 0), in the schema `search_path` names.
+    static func createEntityTables(_ session: any PostgresSession, schema: SQLiteSchema, maxKeys: [Int: Int64]) throws {
+        for statement in schema.createStatements(.postgres) + schema.userIndexStatements(.postgres) {
+            try session.execute(statement, [])
+        }
+        for (number, name, superentity) in schema.primaryKeyRows() {
+            let key = maxKeys[number] ?? 0
+            try session.execute(
+                "INSERT INTO \(SQLiteSchema.quote(primaryKeyTable)) (\"Z_ENT\", \"Z_NAME\", \"Z_SUPER\", \"Z_MAX\") VALUES ($1, $2, $3, $4)",
+                [.int(Int64(number)), .text(name), .int(Int64(superentity)), .int(key)])
+        }
+    }
+
+    /// Records `model` as the store's (the table is made when missing; its row replaced).
+    static func writeModelCache(_ session: any PostgresSession, model: ManagedObjectModel, schemaName: String) throws {
+        let table = "\(SQLiteSchema.quote(schemaName)).\(SQLiteSchema.quote(modelCacheTable))"
+        try session.execute("CREATE TABLE IF NOT EXISTS \(table) (\"Z_CONTENT\" BYTEA)", [])
+        try session.execute("DELETE FROM \(table)", [])
+        try session.execute("INSERT INTO \(table) (\"Z_CONTENT\") VALUES ($1)", [.bytes(try CompiledModelWriter.modelCacheContent(model))])
     }
 
     /// A driver error as an ObjectGraphError that says where and while doing what.

@@ -1,0 +1,127 @@
+import Foundation
+
+// Lightweight migration of a PostgreSQL store, in one transaction.
+//
+// A store added with the migration options (Core Data's two flags, or a staged migration manager)
+// whose tables were written with another model is migrated as it is added: in one `READ
+// COMMITTED` transaction holding the schema's advisory lock (the lock every opener takes), its
+// entity tables locked against every other session, the old rows are read with the old model,
+// carried over step by step (``MigrationRowTransfer``, as the atomic stores do), the old tables
+// dropped, the new ones created, the rows written with their keys, and the new model recorded.
+// PostgreSQL's DDL is transactional: a failure at any point, or a connection lost, rolls all of it
+// back, and the store is the old one, whole. Coordinators of other processes that still use the
+// old model keep waiting on the lock until the migration commits, and then fail on the tables
+// they knew: a store is migrated once, by the first process of the new version of the app.
+
+extension PostgresStore {
+    /// Migrates the store from the model whose version hashes it records to ``model``.
+    ///
+    /// - Throws: ``ObjectGraphError/migration`` when the source model is unknown or the data breaks
+    ///   a condition of the new model, ``ObjectGraphError/unsupported`` for a custom migration
+    ///   stage; the store is left as it was.
+    func migrate(from hashes: [String: Data], settings: MigrationSettings) throws {
+        try write("migrating the store to a new model") { session in
+            _ = try session.query("SELECT pg_advisory_xact_lock(hashtext($1))", [.text("ObjectGraph store " + schemaName)])
+            // Another process may have migrated it while this one waited for the lock.
+            let now = try storedVersionHashes(session)
+            if now == model.entityVersionHashesByName { return }
+            guard now == hashes else {
+                throw ObjectGraphError(.migration, "The store in schema \(schemaName) of \(location) changed model while it was being opened; add it again", url: url)
+            }
+            let recorded = try recordedModel(session)
+            let plan = try MigrationPlanner.plan(
+                forStoreAt: url, type: .postgres, identity: .versionHashes(hashes), to: model, settings: settings, describe: false, recorded: recorded)
+            guard let first = plan.steps.first else { return }
+            if let custom = plan.steps.first(where: { $0.kind == .custom }) {
+                throw ObjectGraphError(
+                    .unsupported,
+                    "Cannot migrate the store in schema \(schemaName) of \(location): the stage \(custom.label.map { "'\($0)'" } ?? "") is a custom one, whose handlers save through contexts, and PostgreSQL stores run lightweight stages only; the store was left as it was",
+                    url: url)
+            }
+            // Every table of the store, locked against other sessions until the commit.
+            let tables = try session.query(
+                "SELECT table_name FROM information_schema.tables WHERE table_schema = $1 AND table_type = 'BASE TABLE' ORDER BY table_name",
+                [.text(schemaName)]
+            ).compactMap { row -> String? in if case .text(let name) = row.first { name } else { nil } }
+            for name in tables { try session.execute("LOCK TABLE \(table(name)) IN ACCESS EXCLUSIVE MODE", []) }
+
+            // The old rows, read with the old model in this transaction, carried over step by step.
+            let reader = PostgresStore(readingTablesOf: first.sourceModel, url: url, location: location, schemaName: schemaName, driver: driver)
+            let readerStore = PersistentStore(type: .postgres, url: url, configurationName: nil, isReadOnly: true, durability: .full, backend: reader)
+            var rows: [StoreRow] = []
+            for root in first.sourceModel.entitiesByCode where root.superentity == nil {
+                guard let layout = reader.layouts[root.entityCode] else { continue }
+                rows += try reader.fetch(StoreFetchRequest(entity: root), layout: layout, store: readerStore, session: session)
+            }
+            var destinations: (RelationshipDescription, [ManagedObjectID]) throws -> [ManagedObjectID: [ManagedObjectID]] = { relationship, ids in
+                try reader.readDestinations(of: relationship, for: ids, store: readerStore, session: session)
+            }
+            var keys = try reader.storedMaxKeys(session)
+            let finalStore = PersistentStore(type: .postgres, url: url, configurationName: nil, isReadOnly: false, durability: .full, backend: self)
+            var request = StoreSaveRequest()
+            for (index, step) in plan.steps.enumerated() {
+                let isLast = index == plan.steps.count - 1
+                if isLast {
+                    request = try MigrationRowTransfer.request(mapping: step.mapping, url: url, rows: rows, newStore: finalStore, destinations: destinations)
+                } else {
+                    // An intermediate model version: its rows are kept in memory for the next step.
+                    let staging = InMemoryStore(model: step.destinationModel, identifier: identifier, type: .postgres)
+                    let stagingStore = PersistentStore(type: .postgres, url: url, configurationName: nil, isReadOnly: false, durability: .full, backend: staging)
+                    let next = try MigrationRowTransfer.request(mapping: step.mapping, url: url, rows: rows, newStore: stagingStore, destinations: destinations)
+                    _ = try staging.save(next, store: stagingStore)
+                    rows = []
+                    for root in step.destinationModel.entitiesByCode where root.superentity == nil {
+                        rows += try staging.fetch(StoreFetchRequest(entity: root), store: stagingStore)
+                    }
+                    destinations = { relationship, ids in try staging.destinations(of: relationship, for: ids, store: stagingStore) }
+                }
+                keys = MigrationRowTransfer.maxKeys(mapping: step.mapping, old: keys)
+            }
+
+            // The old tables go, the new ones come, and the rows are written with their keys.
+            let kept = [PostgresStoreTables.metadataTable, PostgresStoreTables.primaryKeyTable, PostgresStoreTables.changeTable, PostgresStoreTables.modelCacheTable]
+            for name in tables where !kept.contains(name) {
+                try session.execute("DROP TABLE \(table(name)) CASCADE", [])
+            }
+            try session.execute("DELETE FROM \(table(PostgresStoreTables.primaryKeyTable))", [])
+            try session.execute("SET LOCAL search_path TO \(SQLiteSchema.quote(schemaName))", [])
+            var numbers: [Int: Int64] = [:]
+            for (code, key) in keys { numbers[schema.entityNumber(for: model.entitiesByCode[code])] = key }
+            try PostgresStoreTables.createEntityTables(session, schema: schema, maxKeys: numbers)
+            _ = try apply(request, store: finalStore, session: session)
+            var recordedMetadata = metadata
+            recordedMetadata[PersistentStore.metadataIdentifierKey] = nil
+            try session.execute(
+                "UPDATE \(table(PostgresStoreTables.metadataTable)) SET \"Z_PLIST\" = $1", [.bytes(try SQLiteStoreMetadata.encode(recordedMetadata))])
+            try PostgresStoreTables.writeModelCache(session, model: model, schemaName: schemaName)
+        }
+    }
+
+    /// The version hashes the store's metadata records, read in `session`.
+    private func storedVersionHashes(_ session: any PostgresSession) throws -> [String: Data]? {
+        let rows = try session.query("SELECT \"Z_PLIST\" FROM \(table(PostgresStoreTables.metadataTable)) ORDER BY \"Z_VERSION\" LIMIT 1", [])
+        guard case .bytes(let plist)? = rows.first?.first, let metadata = SQLiteStoreMetadata.decode(plist) else { return nil }
+        return SQLiteStoreMetadata.versionHashes(in: metadata)
+    }
+
+    /// The model the store records as the one that wrote it (`Z_MODELCACHE`), or nil when it records none.
+    private func recordedModel(_ session: any PostgresSession) throws -> ManagedObjectModel? {
+        let exists = try session.query(
+            "SELECT 1 FROM information_schema.tables WHERE table_schema = $1 AND table_name = $2",
+            [.text(schemaName), .text(PostgresStoreTables.modelCacheTable)])
+        guard !exists.isEmpty,
+              case .bytes(let blob)? = try session.query("SELECT \"Z_CONTENT\" FROM \(table(PostgresStoreTables.modelCacheTable)) LIMIT 1", []).first?.first
+        else { return nil }
+        return try ManagedObjectModel(compiledModelData: ManagedObjectModel.inflateModelCache(blob, of: url), source: url)
+    }
+
+    /// The largest key of each root entity (by entity code), as `Z_PRIMARYKEY` records them.
+    private func storedMaxKeys(_ session: any PostgresSession) throws -> [Int: Int64] {
+        var keys: [Int: Int64] = [:]
+        for row in try session.query("SELECT \"Z_NAME\", \"Z_MAX\" FROM \(table(PostgresStoreTables.primaryKeyTable))", []) {
+            guard case .text(let name) = row[0], let entity = model.entitiesByName[name], entity.superentity == nil else { continue }
+            keys[entity.entityCode] = row[1].integer ?? 0
+        }
+        return keys
+    }
+}
