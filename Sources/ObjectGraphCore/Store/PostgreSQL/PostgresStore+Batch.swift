@@ -19,6 +19,7 @@ extension PostgresStore {
             return (plan.result(permanentIDs: saved.permanentIDs), txid)
 
         case .update(let fetch, let values):
+            if let done = try updateInOneStatement(fetch, values, store: store, session: session) { return done }
             var fetch = fetch
             fetch.includesPropertyValues = true
             guard let layout = layouts[fetch.entity.rootEntity.entityCode] else { return (StoreBatchResult(), nil) }
@@ -59,6 +60,49 @@ extension PostgresStore {
             }.filter { seen.insert($0).inserted }
             return try delete(existing, store: store, session: session)
         }
+    }
+
+    /// A batch update as one `UPDATE … WHERE … RETURNING`, when PostgreSQL answers the whole
+    /// predicate and no value it sets is under a uniqueness constraint (whose conflicts the save's
+    /// steps report object by object); nil otherwise. The statement locks the rows it changes and
+    /// bumps their versions, as a save's update does, and the change log names every row.
+    private func updateInOneStatement(
+        _ fetch: StoreFetchRequest, _ values: [(name: String, value: Value)], store: PersistentStore, session: any PostgresSession
+    ) throws -> (StoreBatchResult, Int64?)? {
+        let entity = fetch.entity
+        guard !values.isEmpty, let layout = layouts[entity.rootEntity.entityCode] else { return nil }
+        let constrained = Set(entity.rootEntity.selfAndDescendants.flatMap { $0.uniquenessConstraints.flatMap { $0 } })
+        var attributes: [(AttributeDescription, Value)] = []
+        for (name, value) in values {
+            guard let attribute = entity.attributesByName[name], !attribute.isTransient, !constrained.contains(name) else { return nil }
+            attributes.append((attribute, value))
+        }
+        let plan = try self.plan(fetch, columns: "t0.\"Z_PK\"", store: store)
+        guard plan.residual.isEmpty else { return nil }
+        var parameters = plan.parameters
+        var assignments: [String] = []
+        for (attribute, value) in attributes {
+            parameters.append(try value.postgresParameter(for: attribute, entity: entity))
+            assignments.append("\(SQLiteSchema.quote(schema.columnName(for: attribute))) = $\(parameters.count)\(PostgresTableLayout.cast(attribute))")
+        }
+        assignments.append("\"Z_OPT\" = t0.\"Z_OPT\" + 1")
+        var sql = "UPDATE \(layout.table) AS t0 SET \(assignments.joined(separator: ", "))"
+        if !plan.conditions.isEmpty { sql += " WHERE " + plan.conditions.joined(separator: " AND ") }
+        sql += " RETURNING t0.\"Z_PK\", t0.\"Z_ENT\""
+        count()
+        let ids = try session.query(sql, parameters).compactMap { row -> ManagedObjectID? in
+            guard let pk = row[0].integer, let concrete = row[1].integer.flatMap({ schema.entity(forNumber: Int($0)) }) else { return nil }
+            return ManagedObjectID(entity: concrete, store: store, primaryKey: pk)
+        }.sorted { ($0.primaryKey ?? 0) < ($1.primaryKey ?? 0) }
+        guard !ids.isEmpty else { return (StoreBatchResult(), nil) }
+        var changes = StoreSaveRequest()
+        changes.updated = ids.map { id in
+            SavedObject(
+                id: id, entity: id.entity, values: [Value](repeating: .null, count: id.entity.properties.count),
+                changedIndices: attributes.compactMap { id.entity.attributesByName[$0.0.name]?.index }, expectedVersion: nil)
+        }
+        let txid = try PostgresChangeLog.record(changes, permanentIDs: [:], backend: self, session: session).txid
+        return (StoreBatchResult(affected: ids, updated: ids), txid)
     }
 
     /// The row of `owner` (or a sub-entity) holding a uniqueness constraint's values, if any.

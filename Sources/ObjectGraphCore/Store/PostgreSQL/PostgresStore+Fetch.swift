@@ -11,8 +11,10 @@ import Foundation
 
 extension PostgresStore {
     /// How one fetch runs: its SQL, and what is left to do in memory.
-    private struct Plan {
+    struct Plan {
         var sql: String
+        /// The WHERE clause's conditions (on the table aliased `t0`), which `parameters` bind.
+        var conditions: [String]
         var parameters: [PostgresValue]
         /// The conjuncts of the predicate evaluated in memory.
         var residual: [PredicateNode]
@@ -20,7 +22,7 @@ extension PostgresStore {
         var sortsInMemory: Bool
     }
 
-    private func plan(_ request: StoreFetchRequest, columns: String, store: PersistentStore, forCount: Bool = false) throws -> Plan {
+    func plan(_ request: StoreFetchRequest, columns: String, store: PersistentStore, forCount: Bool = false) throws -> Plan {
         let entity = request.entity
         // The same checks, and errors, as the SQLite store (unknown keys, misused key paths, bad patterns).
         var checker = SQLQueryBuilder(schema: schema, entity: entity)
@@ -47,7 +49,7 @@ extension PostgresStore {
             if request.fetchLimit > 0 { sql += " LIMIT \(request.fetchLimit)" }
             if request.fetchOffset > 0 { sql += " OFFSET \(request.fetchOffset)" }
         }
-        return Plan(sql: sql, parameters: compiler.parameters, residual: residual, sortsInMemory: sortsInMemory)
+        return Plan(sql: sql, conditions: conditions, parameters: compiler.parameters, residual: residual, sortsInMemory: sortsInMemory)
     }
 
     /// PostgreSQL's plan for the SQL of a fetch (`EXPLAIN`, one line a row), for tests and
