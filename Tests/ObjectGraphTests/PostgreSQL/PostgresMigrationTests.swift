@@ -127,9 +127,10 @@ struct PostgresMigrationTests {
         let v2 = items([.attribute("name", .string), .attribute("count", .integer64), .attribute("note", .string)])
         let custom = CustomMigrationStage(
             migratingFrom: ManagedObjectModelReference(model: v1), to: ManagedObjectModelReference(model: v2), didMigrate: { _ in })
-        #expect(throws: ObjectGraphError.unsupported) {
+        let error = #expect(throws: ObjectGraphError.self) {
             try Migrating.with(v2, .postgres, at: url, options: Migrating.staged(StagedMigrationManager([custom]))) { _ in }
         }
+        #expect(error?.code == .unsupported && error?.message.contains("custom stage") == true, "\(String(describing: error))")
         #expect(try state(url) == before)
         #expect(try Migrating.value(v1, .postgres, at: url) { try Migrating.fetch("Item", in: $0).count } == 3)
     }

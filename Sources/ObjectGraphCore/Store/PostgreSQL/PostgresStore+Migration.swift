@@ -35,7 +35,7 @@ extension PostgresStore {
             if let custom = plan.steps.first(where: { $0.kind == .custom }) {
                 throw ObjectGraphError(
                     .unsupported,
-                    "Cannot migrate the store in schema \(schemaName) of \(location): the stage \(custom.label.map { "'\($0)'" } ?? "") is a custom one, whose handlers save through contexts, and PostgreSQL stores run lightweight stages only; the store was left as it was",
+                    "Cannot migrate the store in schema \(schemaName) of \(location): its path has a custom stage\(custom.label.map { " ('\($0)')" } ?? ""), whose handlers save through contexts, and PostgreSQL stores run lightweight stages only; the store was left as it was",
                     url: url)
             }
             // Every table of the store, locked against other sessions until the commit.
