@@ -28,7 +28,11 @@ extension PostgresStore {
             guard now == hashes else {
                 throw ObjectGraphError(.migration, "The store in schema \(schemaName) of \(location) changed model while it was being opened; add it again", url: url)
             }
-            let recorded = try recordedModel(session)
+            let tables = try session.query(
+                "SELECT table_name FROM information_schema.tables WHERE table_schema = $1 AND table_type = 'BASE TABLE' ORDER BY table_name",
+                [.text(schemaName)]
+            ).compactMap { row -> String? in if case .text(let name) = row.first { name } else { nil } }
+            let recorded = tables.contains(PostgresStoreTables.modelCacheTable) ? try recordedModel(session) : nil
             let plan = try MigrationPlanner.plan(
                 forStoreAt: url, type: .postgres, identity: .versionHashes(hashes), to: model, settings: settings, describe: false, recorded: recorded)
             guard let first = plan.steps.first else { return }
@@ -39,10 +43,6 @@ extension PostgresStore {
                     url: url)
             }
             // Every table of the store, locked against other sessions until the commit.
-            let tables = try session.query(
-                "SELECT table_name FROM information_schema.tables WHERE table_schema = $1 AND table_type = 'BASE TABLE' ORDER BY table_name",
-                [.text(schemaName)]
-            ).compactMap { row -> String? in if case .text(let name) = row.first { name } else { nil } }
             for name in tables { try session.execute("LOCK TABLE \(table(name)) IN ACCESS EXCLUSIVE MODE", []) }
 
             // The old rows, read with the old model in this transaction, carried over step by step.
@@ -104,13 +104,9 @@ extension PostgresStore {
         return SQLiteStoreMetadata.versionHashes(in: metadata)
     }
 
-    /// The model the store records as the one that wrote it (`Z_MODELCACHE`), or nil when it records none.
+    /// The model the store's `Z_MODELCACHE` records as the one that wrote it, or nil when the table is empty.
     private func recordedModel(_ session: any PostgresSession) throws -> ManagedObjectModel? {
-        let exists = try session.query(
-            "SELECT 1 FROM information_schema.tables WHERE table_schema = $1 AND table_name = $2",
-            [.text(schemaName), .text(PostgresStoreTables.modelCacheTable)])
-        guard !exists.isEmpty,
-              case .bytes(let blob)? = try session.query("SELECT \"Z_CONTENT\" FROM \(table(PostgresStoreTables.modelCacheTable)) LIMIT 1", []).first?.first
+        guard case .bytes(let blob)? = try session.query("SELECT \"Z_CONTENT\" FROM \(table(PostgresStoreTables.modelCacheTable)) LIMIT 1", []).first?.first
         else { return nil }
         return try ManagedObjectModel(compiledModelData: ManagedObjectModel.inflateModelCache(blob, of: url), source: url)
     }
