@@ -167,6 +167,8 @@ extension ManagedObjectContext {
     func register(_ rows: [StoreRow], asFaults: Bool, leases: RowLeases?) -> [ManagedObject] {
         var result: [ManagedObject] = []
         result.reserveCapacity(rows.count)
+        // One growth of the identity map for the whole batch, not one per doubling.
+        registered.reserveCapacity(registered.count + rows.count)
         for row in rows {
             let object: ManagedObject
             if let existing = registered[row.id]?.object {

@@ -169,7 +169,12 @@ extension ManagedObjectContext {
     /// on its own queue before running any block submitted after this call.
     func propagatePermanentIDs(_ mapping: [ManagedObjectID: ManagedObjectID]) {
         guard !mapping.isEmpty else { return }
-        if parent == nil { nesting.permanentIDs.withLock { $0.merge(mapping) { _, new in new } } }
+        if parent == nil {
+            nesting.permanentIDs.withLock {
+                $0.reserveCapacity($0.count + mapping.count)
+                $0.merge(mapping) { _, new in new }
+            }
+        }
         for descendant in descendants {
             descendant.deliver { $0.adoptPermanentIDs(mapping) }
         }

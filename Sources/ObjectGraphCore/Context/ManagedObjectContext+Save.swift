@@ -172,7 +172,9 @@ extension ManagedObjectContext {
         adopt(mapping)
         // Descendants take the permanent IDs before anything that follows the save reaches them.
         propagatePermanentIDs(mapping)
-        var inserted = Set<ManagedObject>(), updated = Set<ManagedObject>(), deleted = Set<ManagedObject>()
+        var inserted = Set<ManagedObject>(minimumCapacity: saved.inserted.count)
+        var updated = Set<ManagedObject>(minimumCapacity: saved.updated.count)
+        var deleted = Set<ManagedObject>(minimumCapacity: saved.deleted.count)
         func settle(_ object: ManagedObject) {
             let id = object.objectID
             if let snapshot = result.snapshots[id] {

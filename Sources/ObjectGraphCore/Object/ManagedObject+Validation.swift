@@ -76,7 +76,7 @@ extension ManagedObject {
                     throw failure(attribute, "\(s.debugDescription) does not match the pattern \(attribute.regularExpression ?? "")")
                 }
             }
-            try validateValue(primitiveValue(forKey: attribute.name), forKey: attribute.name)
+            try validateValue(attributeValue(attribute), forKey: attribute.name)
         } else if let relationship = property as? RelationshipDescription {
             if relationship.isToMany {
                 // Only count the destinations when a rule needs the count (loading them costs a read).

@@ -81,6 +81,8 @@ open class ManagedObject: Hashable, CustomStringConvertible {
 
     public static func == (lhs: ManagedObject, rhs: ManagedObject) -> Bool { lhs === rhs }
     public func hash(into hasher: inout Hasher) { hasher.combine(ObjectIdentifier(self)) }
+    /// The hash sets of objects use: the object's address through the standard library's one-word hash.
+    public func _rawHashValue(seed: Int) -> Int { UInt(bitPattern: ObjectIdentifier(self))._rawHashValue(seed: seed) }
 
     open var description: String {
         var text = "<\(entity.name) \(objectID)"
@@ -212,7 +214,12 @@ open class ManagedObject: Hashable, CustomStringConvertible {
             guard case .objectID(let id) = values[relationship.index] else { return nil }
             return managedObjectContext?.object(with: id)
         }
-        let attribute = unsafeDowncast(property, to: AttributeDescription.self)
+        return attributeValue(unsafeDowncast(property, to: AttributeDescription.self))
+    }
+
+    /// An attribute's value as ``primitiveValue(forKey:)`` gives it (the fault already fired).
+    @inline(__always)
+    func attributeValue(_ attribute: AttributeDescription) -> Any? {
         if !boxed.isEmpty, let box = boxed[attribute.index] { return box }
         let value = values[attribute.index]
         if attribute.attributeType == .transformable {

@@ -89,6 +89,16 @@ public struct ManagedObjectID: Hashable, Sendable, CustomStringConvertible, Comp
         hasher.combine(key)
     }
 
+    /// The hash sets and dictionaries of IDs use (the identity map, change sets, merges): one
+    /// word through the standard library's one-word hash instead of a `Hasher` fed two. Equal IDs
+    /// have equal words (the row number, mixed with the store's hash for a permanent ID).
+    public func _rawHashValue(seed: Int) -> Int {
+        switch key {
+        case .temporary(let n): n._rawHashValue(seed: seed)
+        case .permanent(let store, let pk): (UInt64(bitPattern: pk) ^ UInt64(bitPattern: Int64(store.identifierHash)))._rawHashValue(seed: seed)
+        }
+    }
+
     public static func < (lhs: ManagedObjectID, rhs: ManagedObjectID) -> Bool {
         switch (lhs.key, rhs.key) {
         case (.permanent(_, let a), .permanent(_, let b)): a < b
