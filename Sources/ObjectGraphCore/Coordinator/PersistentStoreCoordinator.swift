@@ -333,8 +333,10 @@ public final class PersistentStoreCoordinator: Sendable, CustomStringConvertible
             if stores.isEmpty {
                 throw ObjectGraphError(.noPersistentStore, "The coordinator has no persistent store to fetch \(request.entity.name) from", entityName: request.entity.name)
             }
-            var rows: [StoreRow] = []
-            for store in stores { rows += try store.backend.fetch(request, store: store) }
+            // The first store's rows are taken whole: appending them to an empty array would copy
+            // every row (a retain per value array and ID) and then free the original.
+            var rows = try stores[0].backend.fetch(request, store: stores[0])
+            for store in stores.dropFirst() { rows += try store.backend.fetch(request, store: store) }
             return rows
         }
     }
