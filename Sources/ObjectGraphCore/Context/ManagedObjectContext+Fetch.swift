@@ -93,10 +93,28 @@ extension ManagedObjectContext {
         case objects, objectIDs
     }
 
+    /// What a fetch matched: objects (registered here) or IDs, as its purpose asked.
+    enum FetchMatches {
+        case objects([ManagedObject])
+        case ids([ManagedObjectID])
+
+        var objects: [ManagedObject] {
+            guard case .objects(let objects) = self else { preconditionFailure("ObjectGraph: a fetch of IDs has no objects") }
+            return objects
+        }
+
+        var ids: [ManagedObjectID] {
+            switch self {
+            case .objects(let objects): objects.map(\.objectID)
+            case .ids(let ids): ids
+            }
+        }
+    }
+
     /// The objects a request matches as this context sees them (its parent store's rows with its
     /// unsaved changes applied), registered here, in order.
     private func fetchObjects<T>(_ request: FetchRequest<T>, entity: EntityDescription) throws -> [ManagedObject] {
-        let objects = try matches(request, entity: entity, for: .objects).map { $0.object! }
+        let objects = try matches(request, entity: entity, for: .objects).objects
         if let keyPaths = request.relationshipKeyPathsForPrefetching, !keyPaths.isEmpty {
             try prefetch(keyPaths, for: objects)
         }
@@ -104,14 +122,13 @@ extension ManagedObjectContext {
     }
 
     private func fetchIDs<T>(_ request: FetchRequest<T>, entity: EntityDescription) throws -> [ManagedObjectID] {
-        try matches(request, entity: entity, for: .objectIDs).map(\.id)
+        try matches(request, entity: entity, for: .objectIDs).ids
     }
 
     /// The one fetch path. The parent store orders and pages the rows when nothing unsaved (here or
     /// in a parent) touches the entity; otherwise the rows come unordered, are registered as
     /// objects here, and are sorted and paged in memory.
-    func matches<T>(_ request: FetchRequest<T>, entity: EntityDescription, for purpose: FetchPurpose) throws
-        -> [(id: ManagedObjectID, object: ManagedObject?)] {
+    func matches<T>(_ request: FetchRequest<T>, entity: EntityDescription, for purpose: FetchPurpose) throws -> FetchMatches {
         let sorts = request.sortDescriptors ?? []
         let batched = purpose == .objects && request.fetchBatchSize > 0
         // Values come with the rows when the objects want them, when fetched IDs fill the row cache,
@@ -131,9 +148,9 @@ extension ManagedObjectContext {
                     // Fetched IDs with their values keep the rows cached until reset().
                     for row in fetched.rows where row.snapshot != nil && leases.claim(row.id) { pinnedRows.append(row.id) }
                 }
-                return fetched.rows.map { ($0.id, nil) }
+                return .ids(fetched.rows.map(\.id))
             case .objects where batched:
-                var result: [(id: ManagedObjectID, object: ManagedObject?)] = []
+                var result: [ManagedObject] = []
                 result.reserveCapacity(fetched.rows.count)
                 for start in stride(from: 0, to: fetched.rows.count, by: request.fetchBatchSize) {
                     let ids = fetched.rows[start..<min(start + request.fetchBatchSize, fetched.rows.count)].map(\.id)
@@ -141,12 +158,12 @@ extension ManagedObjectContext {
                     for id in ids {
                         let object = object(with: id)
                         if object.isFault { object.batch = batch }
-                        result.append((object.objectID, object))
+                        result.append(object)
                     }
                 }
-                return result
+                return .objects(result)
             case .objects:
-                return register(fetched.rows, asFaults: asFaults, leases: fetched.leases).map { ($0.objectID, $0) }
+                return .objects(register(fetched.rows, asFaults: asFaults, leases: fetched.leases))
             }
         }
 
@@ -156,10 +173,9 @@ extension ManagedObjectContext {
             try fillFaults(objects)
             objects = try FetchSortDescriptor.sorted(objects, by: sorts, subject: { $0 })
         }
-        var matched = objects.map { (id: $0.objectID, object: Optional($0)) }
-        if request.fetchOffset > 0 { matched = Array(matched.dropFirst(request.fetchOffset)) }
-        if request.fetchLimit > 0 { matched = Array(matched.prefix(request.fetchLimit)) }
-        return matched
+        if request.fetchOffset > 0 { objects = Array(objects.dropFirst(request.fetchOffset)) }
+        if request.fetchLimit > 0 { objects = Array(objects.prefix(request.fetchLimit)) }
+        return .objects(objects)
     }
 
     /// Registers fetched rows as objects: faults that hold their rows in the row cache (when they
