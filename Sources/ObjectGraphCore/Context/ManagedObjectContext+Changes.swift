@@ -174,8 +174,8 @@ extension ManagedObjectContext {
 
     /// Re-registers objects under permanent IDs, keeping the temporary ones as aliases.
     func adopt(_ mapping: [ManagedObjectID: ManagedObjectID]) {
+        // The identity map loses an entry for each it gains: it keeps its size.
         aliases.reserveCapacity(aliases.count + mapping.count)
-        registered.reserveCapacity(registered.count + mapping.count)
         for (temporary, permanent) in mapping {
             aliases[temporary] = permanent
             guard let object = registered[temporary]?.object else { continue }

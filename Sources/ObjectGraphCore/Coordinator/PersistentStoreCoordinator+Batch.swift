@@ -74,7 +74,9 @@ extension PersistentStoreCoordinator {
                             throw conflict.error
                         }
                         // The row cache never serves a row the request changed: those rows leave it.
-                        rowCache.evict(done.inserted + done.updated + done.deleted)
+                        // Inserted rows are new (an upsert's existing rows count as updated), so the
+                        // cache cannot hold them.
+                        if !done.updated.isEmpty || !done.deleted.isEmpty { rowCache.evict(done.updated + done.deleted) }
                         result.append(done)
                     }
                 }
