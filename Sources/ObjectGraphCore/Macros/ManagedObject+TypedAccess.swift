@@ -50,7 +50,10 @@ extension ManagedObject {
     @inline(__always)
     func setCanonical(_ value: Value, _ index: Int) {
         checkTypedAccess(index)
-        setAttribute(value, attributeDescription(index), tracking: true)
+        let attribute = attributeDescription(index)
+        guard attribute.attributeType != .transformable else { return setAttribute(value, attribute, tracking: true) }
+        fireFaultIfNeeded()
+        store(value, at: index, tracking: true)
     }
 
     /// A transformable attribute's decoded value, cached as `value(forKey:)` caches it.

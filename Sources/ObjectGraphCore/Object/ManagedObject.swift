@@ -297,16 +297,26 @@ open class ManagedObject: Hashable, CustomStringConvertible {
                 values[index] = .null
             }
         } else if let converted = Value.converting(newValue, to: attribute.attributeType, valueType: nil) {
-            if !boxed.isEmpty { boxed[index] = nil }
-            if tracking, !state.isInserted, values[index] == converted, !changedIndices.contains(index) { return }
-            if tracking { registerUndoOfStored(index) }
-            values[index] = converted
+            store(converted, at: index, tracking: tracking)
+            return
         } else {
             // The wrong type: kept as given, refused by validation at save.
             if tracking { registerUndoOfStored(index) }
             boxed[index] = newValue
             values[index] = .null
         }
+        if tracking { markChanged(index) }
+    }
+
+    /// Sets a stored attribute (not a transformable one) to a value already in its stored form:
+    /// what `setAttribute` does once it has converted the value, and what typed accessors call
+    /// directly (their values need no conversion from `Any`).
+    @inline(__always)
+    func store(_ value: Value, at index: Int, tracking: Bool) {
+        if !boxed.isEmpty { boxed[index] = nil }
+        if tracking, !state.isInserted, values[index] == value, !changedIndices.contains(index) { return }
+        if tracking { registerUndoOfStored(index) }
+        values[index] = value
         if tracking { markChanged(index) }
     }
 
