@@ -62,7 +62,7 @@ extension PersistentStoreCoordinator {
             }
         }
         try instrumentation.span("ObjectGraph batch request") { span in
-            try measured(nil, describe: { (_: Void?) in "batch request: \(result.affected.count) rows" }) {
+            try measured(nil, describe: { (_: Void?) in "batch request: \(result.affectedCount) rows" }) {
                 try access {
                     for store in stores {
                         guard let storeRequest = request(store) else { continue }
@@ -77,14 +77,15 @@ extension PersistentStoreCoordinator {
                         // Inserted rows are new (an upsert's existing rows count as updated), so the
                         // cache cannot hold them.
                         if !done.updated.isEmpty || !done.deleted.isEmpty { rowCache.evict(done.updated + done.deleted) }
+                        for entity in done.unlistedEntities { rowCache.evict(entityTreeOf: entity, in: store) }
                         result.append(done)
                     }
                 }
             }
-            span?.attributes["objectgraph.rows"] = result.affected.count
+            span?.attributes["objectgraph.rows"] = result.affectedCount
         }
         if let metrics = instrumentation.metrics {
-            metrics.batchRows.increment(by: result.inserted.count + result.updated.count + result.deleted.count)
+            metrics.batchRows.increment(by: result.inserted.count + result.updated.count + result.deleted.count + result.unlistedCount)
             if result.historyChanges > 0 { metrics.historyRows.increment(by: result.historyChanges) }
         }
         return result

@@ -108,5 +108,15 @@ final class RowCache: Sendable {
         }
     }
 
+    /// Drops every cached row of an entity tree in one store: what a batch request that changed rows
+    /// without listing them (``StoreBatchResult/unlistedEntities``) needs, once it is committed.
+    func evict(entityTreeOf entity: EntityDescription, in store: PersistentStore) {
+        let root = entity.rootEntity
+        entries.withLock { entries in
+            evictions.add(1, ordering: .releasing)
+            entries = entries.filter { id, _ in !(id.entity.rootEntity === root && id.persistentStore === store) }
+        }
+    }
+
     func removeAll() { entries.withLock { $0.removeAll() } }
 }

@@ -99,13 +99,16 @@ public final class BatchDeleteRequest: PersistentStoreRequest {
                 sortDescriptors: fetchRequest.sortDescriptors ?? [], fetchLimit: fetchRequest.fetchLimit, fetchOffset: fetchRequest.fetchOffset,
                 includesPropertyValues: false)
             let stores = try coordinator.batchStores(for: entity, affectedStores: affectedStores)
+            // The rows' IDs are read only when someone needs them: a merge, or a result of IDs.
+            let listing = mergesChangesIntoContexts || mergesIntoExecutingContext || resultType == .objectIDs
             done = try coordinator.executeBatch(
-                { _ in .delete(fetch) }, on: stores, merging: mergesChangesIntoContexts, except: mergesIntoExecutingContext ? context : nil, by: context)
+                { _ in .delete(fetch, listingRows: listing) }, on: stores, merging: mergesChangesIntoContexts,
+                except: mergesIntoExecutingContext ? context : nil, by: context)
         }
         if mergesIntoExecutingContext && !done.deleted.isEmpty {
             context.mergeChanges(ManagedObjectContext.SaveChanges(updatedObjectIDs: Set(done.updated), deletedObjectIDs: Set(done.deleted)))
         }
-        return BatchDeleteResult(resultType: resultType, ids: done.deleted)
+        return BatchDeleteResult(resultType: resultType, ids: done.deleted, count: done.deleted.count + done.unlistedCount)
     }
 }
 
@@ -119,11 +122,11 @@ public final class BatchDeleteResult: PersistentStoreResult {
     /// a cascade reached, so that merging them updates a context completely.
     public let result: Any?
 
-    init(resultType: BatchDeleteRequestResultType, ids: [ManagedObjectID]) {
+    init(resultType: BatchDeleteRequestResultType, ids: [ManagedObjectID], count: Int) {
         self.resultType = resultType
         switch resultType {
         case .statusOnly: self.result = true
-        case .count: self.result = ids.count
+        case .count: self.result = count
         case .objectIDs: self.result = ids
         }
     }

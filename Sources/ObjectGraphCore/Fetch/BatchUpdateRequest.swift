@@ -66,8 +66,11 @@ public final class BatchUpdateRequest: PersistentStoreRequest {
         try predicate?.validate()
         let fetch = StoreFetchRequest(entity: entity, includesSubentities: includesSubentities, predicate: predicate, includesPropertyValues: false)
         let stores = try coordinator.batchStores(for: entity, affectedStores: affectedStores)
-        let done = try coordinator.executeBatch({ _ in .update(fetch, values: values) }, on: stores, merging: mergesChangesIntoContexts, by: context)
-        return BatchUpdateResult(resultType: resultType, ids: done.affected)
+        // The rows' IDs are read only when someone needs them: a merge, or a result of IDs.
+        let listing = mergesChangesIntoContexts || resultType == .updatedObjectIDs
+        let done = try coordinator.executeBatch(
+            { _ in .update(fetch, values: values, listingRows: listing) }, on: stores, merging: mergesChangesIntoContexts, by: context)
+        return BatchUpdateResult(resultType: resultType, ids: done.affected, count: done.affectedCount)
     }
 }
 
@@ -80,11 +83,11 @@ public final class BatchUpdateResult: PersistentStoreResult {
     /// `[ManagedObjectID]` (``BatchUpdateRequestResultType/updatedObjectIDs``).
     public let result: Any?
 
-    init(resultType: BatchUpdateRequestResultType, ids: [ManagedObjectID]) {
+    init(resultType: BatchUpdateRequestResultType, ids: [ManagedObjectID], count: Int) {
         self.resultType = resultType
         switch resultType {
         case .statusOnly: self.result = true
-        case .updatedObjectsCount: self.result = ids.count
+        case .updatedObjectsCount: self.result = count
         case .updatedObjectIDs: self.result = ids
         }
     }

@@ -20,10 +20,12 @@ struct BatchRow: Sendable {
 enum StoreBatchRequest: Sendable {
     /// Rows of one concrete entity.
     case insert(entity: EntityDescription, rows: [BatchRow])
-    /// Constant values (by attribute name) for every row a fetch matches.
-    case update(StoreFetchRequest, values: [(name: String, value: Value)])
-    /// The rows a fetch matches, with what their delete rules reach.
-    case delete(StoreFetchRequest)
+    /// Constant values (by attribute name) for every row a fetch matches. Without `listingRows`,
+    /// nobody needs the rows' IDs (no merge, no result of IDs): a store may leave them out and say
+    /// how many rows changed (``StoreBatchResult/unlistedCount``) and of which entity.
+    case update(StoreFetchRequest, values: [(name: String, value: Value)], listingRows: Bool = true)
+    /// The rows a fetch matches, with what their delete rules reach; `listingRows` as for `update`.
+    case delete(StoreFetchRequest, listingRows: Bool = true)
     /// These objects (of this store), with what their delete rules reach.
     case deleteObjects([ManagedObjectID])
 }
@@ -41,6 +43,15 @@ struct StoreBatchResult: Sendable {
     var deleted: [ManagedObjectID] = []
     /// The persistent-history changes recorded with the request (0 without history tracking).
     var historyChanges = 0
+    /// Rows the request changed (updated or deleted) without listing them: a request that did not
+    /// ask for its rows' IDs, run as one statement with no scan for the IDs.
+    var unlistedCount = 0
+    /// The entities whose rows the unlisted changes touched: the row cache drops every row of their
+    /// trees, since it cannot tell which ones changed.
+    var unlistedEntities: [EntityDescription] = []
+
+    /// How many objects the request was about, listed or not.
+    var affectedCount: Int { affected.count + unlistedCount }
 
     mutating func append(_ other: StoreBatchResult) {
         affected += other.affected
@@ -48,6 +59,8 @@ struct StoreBatchResult: Sendable {
         updated += other.updated
         deleted += other.deleted
         historyChanges += other.historyChanges
+        unlistedCount += other.unlistedCount
+        unlistedEntities += other.unlistedEntities
     }
 }
 

@@ -41,7 +41,7 @@ struct InMemoryBatch {
             let saved = try save(plan.save, &state)
             return plan.result(permanentIDs: saved.permanentIDs)
 
-        case .update(let fetch, let values):
+        case .update(let fetch, let values, _):
             let matches = try view(state).matching(fetch)
             let ids = matches.map(\.id)
             guard !values.isEmpty else { return StoreBatchResult(affected: ids) }
@@ -60,7 +60,7 @@ struct InMemoryBatch {
             _ = try save(request, &state)
             return StoreBatchResult(affected: ids, updated: ids)
 
-        case .delete(let fetch):
+        case .delete(let fetch, _):
             var subjects = try view(state).matching(fetch)
             if !fetch.sortDescriptors.isEmpty {
                 subjects = try FetchSortDescriptor.sorted(subjects, by: fetch.sortDescriptors, subject: { $0 })

@@ -18,7 +18,7 @@ extension PostgresStore {
             let (saved, txid) = try apply(plan.save, store: store, session: session)
             return (plan.result(permanentIDs: saved.permanentIDs), txid)
 
-        case .update(let fetch, let values):
+        case .update(let fetch, let values, _):
             if let done = try updateInOneStatement(fetch, values, store: store, session: session) { return done }
             var fetch = fetch
             fetch.includesPropertyValues = true
@@ -41,7 +41,7 @@ extension PostgresStore {
             let (_, txid) = try apply(save, store: store, session: session)
             return (StoreBatchResult(affected: ids, updated: ids), txid)
 
-        case .delete(let fetch):
+        case .delete(let fetch, _):
             var fetch = fetch
             fetch.includesPropertyValues = false
             guard let layout = layouts[fetch.entity.rootEntity.entityCode] else { return (StoreBatchResult(), nil) }

@@ -24,8 +24,8 @@ extension SQLiteStore {
     func executeBatch(_ request: StoreBatchRequest, store: PersistentStore) throws -> StoreBatchResult {
         let doing = switch request {
         case .insert(let entity, _): "batch inserting \(entity.name)"
-        case .update(let fetch, _): "batch updating \(fetch.entity.name)"
-        case .delete(let fetch): "batch deleting \(fetch.entity.name)"
+        case .update(let fetch, _, _): "batch updating \(fetch.entity.name)"
+        case .delete(let fetch, _): "batch deleting \(fetch.entity.name)"
         case .deleteObjects: "batch deleting objects"
         }
         return try write(doing) { db in
@@ -44,9 +44,13 @@ extension SQLiteStore {
         switch request {
         case .insert(let entity, let rows):
             return try batchInsert(entity, rows, store: store, db)
-        case .update(let fetch, let values):
-            return try batchUpdate(fetch, values, store: store, db)
-        case .delete(let fetch):
+        case .update(let fetch, let values, let listing):
+            // Without history, a request nobody needs the IDs of skips the scan for them.
+            return try batchUpdate(fetch, values, listing: listing || historyTracking || values.isEmpty, store: store, db)
+        case .delete(let fetch, let listing):
+            if !listing && !historyTracking, let count = try deleteMatchingUnlisted(fetch, db) {
+                return StoreBatchResult(unlistedCount: count, unlistedEntities: count > 0 ? [fetch.entity] : [])
+            }
             if let deleted = try deleteMatching(fetch, store: store, db) {
                 return try clearReferences(to: deleted, result: StoreBatchResult(affected: deleted, deleted: deleted), store: store, db)
             }
@@ -125,15 +129,19 @@ extension SQLiteStore {
 
     // MARK: Update
 
-    private func batchUpdate(_ fetch: StoreFetchRequest, _ values: [(name: String, value: Value)], store: PersistentStore, _ db: Database) throws
-        -> StoreBatchResult
-    {
+    private func batchUpdate(
+        _ fetch: StoreFetchRequest, _ values: [(name: String, value: Value)], listing: Bool, store: PersistentStore, _ db: Database
+    ) throws -> StoreBatchResult {
         let entity = fetch.entity
         // The rows' IDs, for the result, the row cache and the merge: a SELECT, then an UPDATE with
         // the same condition in the same transaction, matching the same rows. (RETURNING would make
-        // one statement of them, but costs SQLite 3.40 more than the two scans.)
-        let ids = try selectIDs(fetch, store: store, db)
-        guard !ids.isEmpty, !values.isEmpty else { return StoreBatchResult(affected: ids, updated: values.isEmpty ? [] : ids) }
+        // one statement of them, but costs SQLite 3.40 more than the two scans.) Unlisted, the
+        // UPDATE alone: SQLite counts the rows, and the row cache drops the entity's.
+        var ids: [ManagedObjectID] = []
+        if listing {
+            ids = try selectIDs(fetch, store: store, db)
+            guard !ids.isEmpty, !values.isEmpty else { return StoreBatchResult(affected: ids, updated: values.isEmpty ? [] : ids) }
+        }
         let table = SQLiteSchema.quote(schema.tableName(for: entity))
         var assignments: [String] = []
         var assigned: [Value] = []
@@ -177,7 +185,9 @@ extension SQLiteStore {
                 throw uniquenessError(updating: entity, owner: refused.owner, attributes: refused.attributes)
             }
         }
+        let changed = db.changesCount
         try checkUniqueness(afterUpdating: entity, names: Set(values.map(\.name)), db)
+        guard listing else { return StoreBatchResult(unlistedCount: changed, unlistedEntities: changed > 0 ? [entity] : []) }
         return StoreBatchResult(affected: ids, updated: ids)
     }
 
@@ -238,6 +248,24 @@ extension SQLiteStore {
     /// join. Their IDs (read first, in the same transaction, with the same condition), or nil when
     /// the request needs the general path. (`DELETE … RETURNING` would make one statement of the
     /// two, but costs SQLite 3.40 several times the plain DELETE.)
+    /// Deletes the rows a fetch matches with one statement and no scan for their IDs, when nothing
+    /// needs them: the conditions of ``deleteMatching(_:store:_:)``, and no relationship of the model
+    /// leaves or reaches the entity's tree (no join rows, foreign keys or inverses to clear). The
+    /// number of rows deleted, or nil when the request needs its rows listed.
+    private func deleteMatchingUnlisted(_ fetch: StoreFetchRequest, _ db: Database) throws -> Int? {
+        let root = fetch.entity.rootEntity
+        for entity in model.entitiesByCode {
+            for relationship in entity.declaredProperties.compactMap({ $0 as? RelationshipDescription }) {
+                if entity.rootEntity === root || relationship.destinationEntity?.rootEntity === root { return nil }
+            }
+        }
+        guard let matching = try condition(of: fetch) else { return nil }
+        count()
+        try db.makeStatement(sql: "DELETE FROM \(SQLiteSchema.quote(schema.tableName(for: fetch.entity))) AS t0\(matching.sql)", arguments: matching.arguments)
+            .execute()
+        return db.changesCount
+    }
+
     private func deleteMatching(_ fetch: StoreFetchRequest, store: PersistentStore, _ db: Database) throws -> [ManagedObjectID]? {
         let rules = fetch.entity.selfAndDescendants.flatMap(\.relationships).map(\.deleteRule)
         guard !rules.contains(.cascade), !rules.contains(.deny), let matching = try condition(of: fetch) else { return nil }

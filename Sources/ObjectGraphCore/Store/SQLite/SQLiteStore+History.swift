@@ -100,7 +100,7 @@ extension SQLiteStore {
         var columns: [Int]?
         switch request {
         case .insert(_, let rows): columns = Array(Set(rows.flatMap(\.given))).sorted()
-        case .update(let fetch, let values): columns = values.compactMap { fetch.entity.propertiesByName[$0.name]?.index }.sorted()
+        case .update(let fetch, let values, _): columns = values.compactMap { fetch.entity.propertiesByName[$0.name]?.index }.sorted()
         case .delete, .deleteObjects: columns = nil
         }
         let inserted = Set(result.inserted), deleted = Set(result.deleted)
