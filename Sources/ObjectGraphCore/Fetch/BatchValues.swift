@@ -85,7 +85,8 @@ enum BatchValues {
     private static func storedAttribute(_ key: String, of entity: EntityDescription, context: @autoclosure () -> String) throws
         -> AttributeDescription
     {
-        if let attribute = entity.attributesByName[key], !attribute.isTransient { return attribute }
+        // The entity's scan of its names (cheaper than hashing the key for a small entity).
+        if let attribute = entity.property(forKey: key) as? AttributeDescription, !attribute.isTransient { return attribute }
         let context = context()
         guard let property = entity.propertiesByName[key] else {
             throw ObjectGraphError(
