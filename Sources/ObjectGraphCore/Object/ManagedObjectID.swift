@@ -80,9 +80,13 @@ public struct ManagedObjectID: Hashable, Sendable, CustomStringConvertible, Comp
     }
 
     // Equality: two IDs of one row are equal whatever entity of its inheritance tree they were
-    // made with (a foreign key knows only the destination entity).
+    // made with (a foreign key knows only the destination entity), and whichever model instance
+    // that entity belongs to (two coordinators may each load the model): the tree is named by its
+    // root entity, whose table holds the row.
     public static func == (lhs: ManagedObjectID, rhs: ManagedObjectID) -> Bool {
-        lhs.key == rhs.key && lhs.entity.rootEntity === rhs.entity.rootEntity
+        guard lhs.key == rhs.key else { return false }
+        let left = lhs.entity.rootEntity!, right = rhs.entity.rootEntity!
+        return left === right || left.name == right.name
     }
 
     public func hash(into hasher: inout Hasher) {

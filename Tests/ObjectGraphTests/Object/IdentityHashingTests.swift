@@ -37,6 +37,30 @@ struct IdentityHashingTests {
         #expect(byHashValue.values.allSatisfy { group in group.allSatisfy { $0 == group[0] } })
     }
 
+    /// Two coordinators that each built the model (two containers loading one model file) name a row
+    /// with equal IDs too, as the ID's documentation says.
+    @Test(arguments: [StoreKind.sqlite, .binary])
+    func oneRowNamedThroughTwoModelInstancesIsOneKey(_ kind: StoreKind) throws {
+        let stack = try TestStack(kind)
+        let context = stack.context()
+        let notes = (0..<20).map { context.insert("Note", ["title": "n\($0)"]) }
+        let folder = context.insert("Folder", ["name": "f"])
+        try context.save()
+        let other = PersistentStoreCoordinator(managedObjectModel: TestModels.notes())
+        try other.addPersistentStore(type: kind.type, at: stack.storeURL)
+        #expect(other.managedObjectModel !== stack.model)
+        let reader = ManagedObjectContext(concurrencyType: .confinement)
+        reader.persistentStoreCoordinator = other
+        let theirs = try reader.fetch(FetchRequest<ManagedObjectID>(entityName: "Note"))
+        #expect(Set(notes.map(\.objectID)) == Set(theirs))
+        #expect(Set(notes.map(\.objectID) + theirs).count == 20)
+        // Rows of different entity trees with one primary key stay different.
+        let theirFolder = try #require(try reader.fetch(FetchRequest<ManagedObjectID>(entityName: "Folder")).first)
+        #expect(theirFolder == folder.objectID)
+        #expect(!theirs.contains(theirFolder))
+        #expect(!notes.map(\.objectID).contains(folder.objectID))
+    }
+
     @Test func temporaryAndPermanentIDsStayDistinct() throws {
         let stack = try TestStack(.sqlite)
         let context = stack.context()
