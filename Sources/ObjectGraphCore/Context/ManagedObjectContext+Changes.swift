@@ -174,7 +174,8 @@ extension ManagedObjectContext {
 
     /// Re-registers objects under permanent IDs, keeping the temporary ones as aliases.
     func adopt(_ mapping: [ManagedObjectID: ManagedObjectID]) {
-        // The identity map loses an entry for each it gains: it keeps its size.
+        // The alias table grows by one entry per ID, at once. (The identity map is not reserved: it
+        // loses an entry for each it gains.)
         aliases.reserveCapacity(aliases.count + mapping.count)
         for (temporary, permanent) in mapping {
             aliases[temporary] = permanent

@@ -260,6 +260,11 @@ extension SQLiteStore {
             }
         }
         guard let matching = try condition(of: fetch) else { return nil }
+        return try delete(fetch, where: matching, db)
+    }
+
+    /// Runs `DELETE FROM "Root" AS t0 WHERE <condition>`; the number of rows it deleted.
+    private func delete(_ fetch: StoreFetchRequest, where matching: (sql: String, arguments: [Value]), _ db: Database) throws -> Int {
         count()
         try db.makeStatement(sql: "DELETE FROM \(SQLiteSchema.quote(schema.tableName(for: fetch.entity))) AS t0\(matching.sql)", arguments: matching.arguments)
             .execute()
@@ -271,9 +276,7 @@ extension SQLiteStore {
         guard !rules.contains(.cascade), !rules.contains(.deny), let matching = try condition(of: fetch) else { return nil }
         let ids = try selectIDs(fetch, store: store, db)
         guard !ids.isEmpty else { return ids }
-        count()
-        try db.makeStatement(sql: "DELETE FROM \(SQLiteSchema.quote(schema.tableName(for: fetch.entity))) AS t0\(matching.sql)", arguments: matching.arguments)
-            .execute()
+        _ = try delete(fetch, where: matching, db)
         return ids
     }
 
