@@ -6,7 +6,9 @@ import Tracing
 
 /// Counters that show what the stores and the row cache did.
 public struct StoreStatistics: Sendable, Hashable, CustomStringConvertible {
-    /// SQL statements run by the coordinator's stores.
+    /// SQL statements run by the coordinator's stores for its contexts and requests. A PostgreSQL
+    /// store's change listener, which reads other coordinators' saves on a queue of its own at any
+    /// moment, is not counted.
     public var sqlStatements: Int
     /// Faults fulfilled from the row cache, without the store.
     public var rowCacheHits: Int

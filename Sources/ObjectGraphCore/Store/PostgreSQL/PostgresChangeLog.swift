@@ -108,15 +108,17 @@ enum PostgresChangeLog {
     }
 
     /// The number of the last row of the log (0 when it is empty).
+    ///
+    /// Only the listener reads the log, on its own queue, at moments no context chose: its reads are
+    /// not counted in ``StoreStatistics/sqlStatements``, which would otherwise change under a
+    /// program measuring its own work.
     static func lastNumber(backend: PostgresStore, session: any PostgresSession) throws -> Int64 {
-        backend.count()
         return try session.query("SELECT COALESCE(MAX(\"Z_TX\"), 0) FROM \(backend.table(PostgresStoreTables.changeTable))", []).first?.first?.integer ?? 0
     }
 
     /// The rows after `number`, in order (at most `limit`); nil when rows right after `number` were
-    /// purged (the caller cannot name every change it missed).
+    /// purged (the caller cannot name every change it missed). Not counted, like ``lastNumber(backend:session:)``.
     static func entries(after number: Int64, limit: Int, backend: PostgresStore, store: PersistentStore, session: any PostgresSession) throws -> [Entry]? {
-        backend.count()
         let rows = try session.query(
             "SELECT \"Z_TX\", \"Z_AUTHOR\", \"Z_CHANGES\" FROM \(backend.table(PostgresStoreTables.changeTable)) WHERE \"Z_TX\" > $1 ORDER BY \"Z_TX\" LIMIT \(limit)",
             [.int(number)])
