@@ -28,7 +28,9 @@ public final class EntityDescription: @unchecked Sendable, Hashable, CustomStrin
     /// Compound indexes (Core Data's fetch indexes): each a list of attribute names, in order.
     public let indexes: [[String]]
     /// Free-form information, as in Core Data.
-    public var userInfo: [String: String] = [:]
+    public var userInfo: [String: String] = [:] {
+        didSet { managedObjectModel?.forgetCompiledModel() }
+    }
 
     /// The entity's name in the model version it was renamed from, as in Core Data: a lightweight
     /// migration maps an entity of the old model onto the new one whose renaming identifier is the old name.

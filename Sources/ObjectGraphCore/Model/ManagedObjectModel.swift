@@ -22,7 +22,9 @@ public final class ManagedObjectModel: @unchecked Sendable, CustomStringConverti
     /// same hash read and write the same stores.
     public let versionHash: String
     /// Version identifiers, free-form, as in Core Data.
-    public var versionIdentifiers: Set<String> = []
+    public var versionIdentifiers: Set<String> = [] {
+        didSet { forgetCompiledModel() }
+    }
     /// What a Core Data model file holds that ObjectGraph loaded without acting on it, or did not load
     /// (fetched properties, derived and composite attributes, fetch request templates): empty for a
     /// model built in code. See <doc:OpeningCoreDataStores>.
@@ -49,6 +51,29 @@ public final class ManagedObjectModel: @unchecked Sendable, CustomStringConverti
     public func setEntities(_ entities: [EntityDescription], forConfigurationName name: String) {
         let own = entities.compactMap { entitiesByName[$0.name] }
         configurationEntities.withLock { $0[name] = own }
+        forgetCompiledModel()
+    }
+
+    /// What stores ask of the model each time one is added or written, computed once: the entities'
+    /// version hashes (SHA-256 over every stored property) and the compiled model a store records
+    /// (a keyed archive, deflated). Without it, adding an atomic store spent nine tenths of its time
+    /// on them.
+    struct Derived {
+        var versionHashes: [String: Data]?
+        var modelCache: Data?
+        /// Bumped when something the compiled model records changes (``versionIdentifiers``, a
+        /// configuration, an entity's or property's `userInfo`): a compiled model made before is not kept.
+        var modelCacheGeneration = 0
+    }
+
+    let derived = Protected(Derived())
+
+    /// Drops the cached compiled model: what it records changed.
+    func forgetCompiledModel() {
+        derived.withLock {
+            $0.modelCache = nil
+            $0.modelCacheGeneration += 1
+        }
     }
 
     /// Entities sorted by name; an entity's `entityCode` is its position here.

@@ -23,7 +23,9 @@ public class PropertyDescription: @unchecked Sendable, CustomStringConvertible {
     /// Whether the property is kept in memory only, never stored.
     public let isTransient: Bool
     /// Free-form information, as in Core Data.
-    public var userInfo: [String: String] = [:]
+    public var userInfo: [String: String] = [:] {
+        didSet { entity?.managedObjectModel?.forgetCompiledModel() }
+    }
 
     /// The property's name in the model version it was renamed from, as in Core Data: a lightweight
     /// migration maps a property of the old model onto the new one whose renaming identifier is the old name.

@@ -163,6 +163,40 @@ struct StoredModelTests {
         #expect(try PersistentStore.storedModel(at: url, type: type)?.versionChecksum == model.versionChecksum)
     }
 
+    @Test(
+        "the model a store records is made once per model, and made again after what it records changes",
+        arguments: [StoreType.sqlite, .binary, .xml])
+    func recordedModelFollowsLaterChanges(_ type: StoreType) throws {
+        let directory = TemporaryDirectory()
+        let model = TestModels.notes()
+        func recorded() throws -> ManagedObjectModel {
+            let url = directory.file("\(UUID().uuidString).\(type.rawValue)")
+            let coordinator = PersistentStoreCoordinator(managedObjectModel: model)
+            try coordinator.removePersistentStore(try coordinator.addPersistentStore(type: type, at: url))
+            return try #require(try PersistentStore.storedModel(at: url, type: type))
+        }
+        let first = try recorded()
+        #expect(first.versionIdentifiers.subtracting([""]).isEmpty)
+        let cached = try #require(model.derived.withLock { $0.modelCache })
+        #expect(try CompiledModelWriter.modelCacheContent(model) == cached)
+        #expect(model.derived.withLock { $0.versionHashes } == model.entityVersionHashesByName)
+
+        // Each of these is recorded in the compiled model, not in the version hashes.
+        model.versionIdentifiers = ["2"]
+        #expect(model.derived.withLock { $0.modelCache } == nil)
+        #expect(try recorded().versionIdentifiers.subtracting([""]) == ["2"])
+        let note = try #require(model.entitiesByName["Note"])
+        note.userInfo = ["owner": "notes team"]
+        #expect(try recorded().entitiesByName["Note"]?.userInfo == ["owner": "notes team"])
+        let title = try #require(note.attributesByName["title"])
+        title.userInfo = ["shown": "yes"]
+        #expect(try recorded().entitiesByName["Note"]?.attributesByName["title"]?.userInfo == ["shown": "yes"])
+        model.setEntities([note], forConfigurationName: "Notes")
+        #expect(try recorded().entities(forConfigurationName: "Notes")?.map(\.name) == ["Note"])
+        // The hashes did not change, and the model still opens what it wrote first.
+        #expect(try recorded().entityVersionHashesByName == first.entityVersionHashesByName)
+    }
+
     @Test("Apple's stores: the cached model where there is one, nil where there is none, the recorded hashes always")
     func applesStores() throws {
         for (fixture, store) in try CoreDataFixtures.stores() {

@@ -23,8 +23,13 @@ enum CompiledModelWriter {
     }
 
     /// What Core Data stores in `Z_MODELCACHE.Z_CONTENT`: the archive, as a raw DEFLATE stream.
+    /// Made once per model, and again only when what it records changes (see ``ManagedObjectModel/Derived``).
     static func modelCacheContent(_ model: ManagedObjectModel) throws -> Data {
-        Deflate.compress(try archive(model))
+        let (cached, generation) = model.derived.withLock { ($0.modelCache, $0.modelCacheGeneration) }
+        if let cached { return cached }
+        let content = Deflate.compress(try archive(model))
+        model.derived.withLock { if $0.modelCacheGeneration == generation { $0.modelCache = content } }
+        return content
     }
 
     private struct Writer {

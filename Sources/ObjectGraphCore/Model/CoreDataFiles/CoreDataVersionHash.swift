@@ -128,8 +128,13 @@ extension ManagedObjectModel {
     /// let storeHashes: [String: Data] = ...   // from the store's metadata
     /// let compatible = model.entityVersionHashesByName == storeHashes
     /// ```
+    ///
+    /// Computed once per model (what goes into a version hash cannot change once the model is built).
     public var entityVersionHashesByName: [String: Data] {
-        Dictionary(uniqueKeysWithValues: entitiesByName.map { ($0.key, $0.value.versionHash) })
+        if let cached = derived.withLock({ $0.versionHashes }) { return cached }
+        let hashes = Dictionary(uniqueKeysWithValues: entitiesByName.map { ($0.key, $0.value.versionHash) })
+        derived.withLock { $0.versionHashes = hashes }
+        return hashes
     }
 
     /// Core Data's model version checksum (`NSManagedObjectModel.versionChecksum`, stored in a
