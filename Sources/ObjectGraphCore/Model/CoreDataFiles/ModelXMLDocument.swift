@@ -59,30 +59,46 @@ struct ModelXMLDocument {
             }
         }
 
-        func starts(with text: String) -> Bool {
-            let pattern = Array(text.utf8)
-            return position + pattern.count <= bytes.count && Array(bytes[position..<position + pattern.count]) == pattern
+        /// Whether the bytes at the position are `text`'s (compared in place: this runs for every
+        /// byte of a comment or of the text between tags).
+        func starts(with text: StaticString) -> Bool {
+            let count = text.utf8CodeUnitCount
+            guard position + count <= bytes.count else { return false }
+            return text.withUTF8Buffer { pattern in
+                for i in 0..<count where bytes[position + i] != pattern[i] { return false }
+                return true
+            }
         }
 
-        mutating func skip(until terminator: String, what: String) throws {
+        static func isWhitespace(_ byte: UInt8) -> Bool { byte == 0x20 || byte == 0x09 || byte == 0x0A || byte == 0x0D }
+
+        /// Whether a name ends before `byte`: whitespace, `/`, `>` or `=`.
+        static func endsName(_ byte: UInt8) -> Bool {
+            isWhitespace(byte) || byte == UInt8(ascii: "/") || byte == UInt8(ascii: ">") || byte == UInt8(ascii: "=")
+        }
+
+        mutating func skip(until terminator: StaticString, what: String) throws {
             while !atEnd && !starts(with: terminator) { advance() }
             guard !atEnd else { throw fail("unterminated \(what)") }
-            advance(terminator.utf8.count)
+            advance(terminator.utf8CodeUnitCount)
         }
 
         mutating func skipWhitespace() {
-            while !atEnd, [0x20, 0x09, 0x0A, 0x0D].contains(current) { advance() }
+            while !atEnd, Self.isWhitespace(current) { advance() }
         }
 
         /// Skips comments, processing instructions, DOCTYPE and text up to the next element tag.
         mutating func skipMisc() throws {
             while !atEnd {
+                guard current == UInt8(ascii: "<") else {
+                    advance()
+                    continue
+                }
                 if starts(with: "<!--") { try skip(until: "-->", what: "comment") }
                 else if starts(with: "<?") { try skip(until: "?>", what: "processing instruction") }
                 else if starts(with: "<![CDATA[") { try skip(until: "]]>", what: "CDATA section") }
                 else if starts(with: "<!") { try skip(until: ">", what: "declaration") }
-                else if current == UInt8(ascii: "<") { return }
-                else { advance() }
+                else { return }
             }
         }
 
@@ -97,7 +113,7 @@ struct ModelXMLDocument {
 
         mutating func parseName() throws -> String {
             let start = position
-            while !atEnd, !([0x20, 0x09, 0x0A, 0x0D].contains(current) || "/>=".utf8.contains(current)) { advance() }
+            while !atEnd, !Self.endsName(current) { advance() }
             guard position > start, let name = String(bytes: bytes[start..<position], encoding: .utf8) else {
                 throw fail("expected a name")
             }
