@@ -200,4 +200,82 @@ struct FuzzRegressionTests {
         #expect(error.message.contains(damage.reason), "\(error)")
         #expect(try Data(contentsOf: url) == damaged)
     }
+
+    /// The bytes of an XML property list with `0xFF` bytes put after its first `<integer>`: what
+    /// the xml-store target found to stop Foundation's XML property list reader (a fatal error in
+    /// `BufferView._decodeScalars`) instead of making it throw.
+    static func notUTF8(_ xml: Data) throws -> Data {
+        let text = try #require(String(data: xml, encoding: .utf8))
+        let range = try #require(text.range(of: "<integer>"))
+        let offset = text.utf8.distance(from: text.startIndex, to: range.upperBound)
+        var bytes = [UInt8](xml)
+        bytes.insert(contentsOf: [UInt8](repeating: 0xFF, count: 40), at: offset)
+        return Data(bytes)
+    }
+
+    /// xml-store: an XML store file that is not UTF-8 stopped the program inside Foundation. Adding
+    /// it, reading its recorded model or hashes, and migrating it now throw, naming the byte, and
+    /// leave the file as it was.
+    @Test func anXMLStoreThatIsNotUTF8IsRefused() throws {
+        let directory = TemporaryDirectory()
+        let url = directory.file("notes.xml")
+        let model = TestModels.notes()
+        do {
+            let coordinator = PersistentStoreCoordinator(managedObjectModel: model)
+            try coordinator.addPersistentStore(type: .xml, at: url)
+            let context = ManagedObjectContext(concurrencyType: .confinement)
+            context.persistentStoreCoordinator = coordinator
+            context.insert("Note", ["title": "one", "rank": 7])
+            try context.save()
+        }
+        let damaged = try Self.notUTF8(Data(contentsOf: url))
+        try damaged.write(to: url)
+        let coordinator = PersistentStoreCoordinator(managedObjectModel: model)
+        let error = try #require(throws: ObjectGraphError.self) { try coordinator.addPersistentStore(type: .xml, at: url) }
+        #expect(error.code == .notADatabase && error.message.contains("not UTF-8 at byte") && error.message.contains(url.path), "\(error)")
+        let storedModel = try #require(throws: ObjectGraphError.self) { try PersistentStore.storedModel(at: url, type: .xml) }
+        #expect(storedModel.code == .notADatabase && storedModel.message.contains("not UTF-8"), "\(storedModel)")
+        let hashes = try #require(throws: ObjectGraphError.self) { try PersistentStore.storedVersionHashes(at: url, type: .xml) }
+        #expect(hashes.code == .notADatabase, "\(hashes)")
+        let migrating = PersistentStoreCoordinator(managedObjectModel: model)
+        let migration = try #require(throws: ObjectGraphError.self) {
+            try migrating.addPersistentStore(
+                type: .xml, at: url,
+                options: [PersistentStoreOption.migratePersistentStoresAutomatically: true, PersistentStoreOption.inferMappingModelAutomatically: true])
+        }
+        #expect(migration.code == .notADatabase, "\(migration)")
+        #expect(try Data(contentsOf: url) == damaged)
+    }
+
+    /// The same bytes in an SQLite store's metadata (`Z_METADATA.Z_PLIST`, which Core Data writes as
+    /// a binary property list but a damaged or crafted file may hold as XML), and in a model
+    /// bundle's `.xccurrentversion`: refused with an error that names the byte. (Foundation's
+    /// `PropertyListSerialization`, which reads these, throws on such bytes where its decoder stops.)
+    @Test func otherPropertyListsThatAreNotUTF8AreRefused() throws {
+        let directory = TemporaryDirectory()
+        let url = directory.file("notes.sqlite")
+        let model = TestModels.notes()
+        do {
+            let coordinator = PersistentStoreCoordinator(managedObjectModel: model)
+            try coordinator.removePersistentStore(try coordinator.addPersistentStore(type: .sqlite, at: url))
+        }
+        let xml = try PropertyListSerialization.data(fromPropertyList: ["NSStoreType": "SQLite", "count": 3], format: .xml, options: 0)
+        let damagedPlist = try Self.notUTF8(xml)
+        try DatabaseQueue(path: url.path).write { try $0.execute(sql: "UPDATE Z_METADATA SET Z_PLIST = ?", arguments: [damagedPlist]) }
+        let before = try Data(contentsOf: url)
+        let coordinator = PersistentStoreCoordinator(managedObjectModel: model)
+        let error = try #require(throws: ObjectGraphError.self) { try coordinator.addPersistentStore(type: .sqlite, at: url) }
+        #expect(error.code == .incompatibleModel && error.message.contains("Z_METADATA.Z_PLIST"), "\(error)")
+        let hashes = try #require(throws: ObjectGraphError.self) { try PersistentStore.storedVersionHashes(at: url, type: .sqlite) }
+        #expect(hashes.code == .notADatabase && hashes.message.contains("Z_METADATA.Z_PLIST"), "\(hashes)")
+        #expect(try Data(contentsOf: url) == before)
+
+        let bundle = directory.file("Notes.xcdatamodeld")
+        try FileManager.default.createDirectory(at: bundle.appendingPathComponent("Notes.xcdatamodel"), withIntermediateDirectories: true)
+        try FileManager.default.createDirectory(at: bundle.appendingPathComponent("Notes 2.xcdatamodel"), withIntermediateDirectories: true)
+        let version = try PropertyListSerialization.data(fromPropertyList: ["_XCCurrentVersionName": "Notes 2.xcdatamodel", "_XCCurrentVersion": 2], format: .xml, options: 0)
+        try Self.notUTF8(version).write(to: bundle.appendingPathComponent(".xccurrentversion"))
+        let modelError = try #require(throws: ObjectGraphError.self) { try ManagedObjectModel(contentsOf: bundle) }
+        #expect(modelError.code == .invalidModel && modelError.message.contains("not UTF-8"), "\(modelError)")
+    }
 }

@@ -92,6 +92,7 @@ enum CoreDataModelFile {
     /// A dictionary property list (XML or binary), through Foundation (no keyed-archive UIDs in these).
     static func propertyList(at url: URL) throws -> [String: Any] {
         let data = try contents(of: url)
+        if let problem = PropertyListInput.encodingProblem(data) { throw invalid(url, "malformed property list: \(problem)") }
         let list: Any
         do { list = try PropertyListSerialization.propertyList(from: data, options: [], format: nil) } catch {
             throw invalid(url, "malformed property list")

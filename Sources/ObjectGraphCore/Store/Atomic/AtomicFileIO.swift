@@ -24,12 +24,13 @@ enum AtomicFileIO {
     // MARK: - Reading
 
     /// Throws `.notADatabase` when the property list in `data` nests deeper than ``maximumDepth``
-    /// (or, in a binary property list, when its structure is malformed or refers to itself).
+    /// (or, in a binary property list, when its structure is malformed or refers to itself; in an
+    /// XML one, when it is not UTF-8, which stops Foundation's reader: see ``PropertyListInput``).
     static func checkNesting(of data: Data, format: AtomicFormat, url: URL, type: StoreType) throws {
         let problem: String? = data.withUnsafeBytes { raw in
             let bytes = raw.bindMemory(to: UInt8.self)
             switch format {
-            case .xml: return xmlNestingProblem(bytes)
+            case .xml: return PropertyListInput.utf8Problem(bytes) ?? xmlNestingProblem(bytes)
             case .binary: return binaryNestingProblem(bytes)
             }
         }

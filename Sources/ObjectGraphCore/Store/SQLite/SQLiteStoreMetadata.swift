@@ -36,9 +36,11 @@ enum SQLiteStoreMetadata {
         try PropertyListSerialization.data(fromPropertyList: foundationValue(metadata), format: .binary, options: 0)
     }
 
-    /// Decodes `Z_PLIST`; nil when it is not a dictionary property list.
+    /// Decodes `Z_PLIST`; nil when it is not a dictionary property list (or is an XML one that is
+    /// not UTF-8, which Foundation's reader would stop the program on: see ``PropertyListInput``).
     static func decode(_ data: Data) -> [String: any Sendable]? {
-        guard let list = try? PropertyListSerialization.propertyList(from: data, options: [], format: nil),
+        guard PropertyListInput.encodingProblem(data) == nil,
+              let list = try? PropertyListSerialization.propertyList(from: data, options: [], format: nil),
               let dictionary = list as? [String: Any] else { return nil }
         return dictionary.compactMapValues(sendableValue)
     }
