@@ -148,15 +148,20 @@ public final class ManagedObjectModel: @unchecked Sendable, CustomStringConverti
             entity.superentity = superentity
             superentity.subentities.append(entity)
         }
+        // A cycle is cut where the walk up from an entity closes it: the entity that inherits from
+        // one already passed loses its super-entity, and leaves that one's sub-entities (walks down
+        // the tree, as `selfAndDescendants` below, would otherwise never end). An entity whose own
+        // parent is itself is such a cycle.
         for entity in entities {
             var seen: Set<ObjectIdentifier> = [ObjectIdentifier(entity)]
             var root = entity
             while let up = root.superentity {
                 if !seen.insert(ObjectIdentifier(up)).inserted {
                     errors.append(ObjectGraphError(
-                        .invalidModel, "Entity '\(entity.name)' is part of an inheritance cycle", entityName: entity.name))
-                    entity.superentity = nil
-                    root = entity
+                        .invalidModel, "Entity '\(root.name)' is part of an inheritance cycle (it inherits from '\(up.name)', which inherits from it)",
+                        entityName: root.name))
+                    up.subentities.removeAll { $0 === root }
+                    root.superentity = nil
                     break
                 }
                 root = up

@@ -68,6 +68,31 @@ struct ModelTests {
         #expect(throws: ObjectGraphError.invalidModel) { try ManagedObjectModel(validating: model.entities) }
     }
 
+    /// Found by the xcode-model fuzz target: an entity whose parent entity is itself made building
+    /// the model recurse until the stack overflowed. Each cycle is refused, naming the entity where
+    /// it was cut, and the model is still built, its entities each with one root.
+    @Test(arguments: [["A": "A"], ["A": "B", "B": "A"], ["C": "A", "A": "B", "B": "A"], ["A": "B", "B": "C", "C": "A", "D": "C"]])
+    func refusesAnInheritanceCycleWithoutStopping(_ parents: [String: String]) throws {
+        let names = Set(parents.keys).union(parents.values).sorted()
+        let model = ManagedObjectModel(entities: names.map { name in
+            EntityDescription(name: name, superentity: parents[name], properties: [.attribute("x\(name)", .string)])
+        })
+        let cycles = model.validationErrors.filter { $0.message.contains("inheritance cycle") }
+        #expect(cycles.count == 1, "\(model.validationErrors)")
+        #expect(throws: ObjectGraphError.invalidModel) { try model.validate() }
+        for entity in model.entities {
+            // The tree left is a tree: walking up ends, walking down ends, and both agree.
+            var up: [String] = [entity.name]
+            var next = entity.superentity
+            while let e = next, up.count <= names.count { up.append(e.name); next = e.superentity }
+            #expect(up.count <= names.count, "\(entity.name): \(up)")
+            #expect(entity.rootEntity.name == up.last)
+            #expect(!entity.subentities.contains { $0 === entity })
+            for sub in entity.subentities { #expect(sub.superentity === entity) }
+        }
+        #expect(model.entityVersionHashesByName.count == names.count)
+    }
+
     @Test func addingAStoreWithAnInvalidModelThrows() {
         let model = ManagedObjectModel(entities: [EntityDescription(name: "A", properties: [.relationship("b", destination: "Nope")])])
         let coordinator = PersistentStoreCoordinator(managedObjectModel: model)
