@@ -171,4 +171,32 @@ struct ModelFileErrorTests {
         }
         #expect(ours.dictionary?["NSManagedObjectModel_CurrentVersionName"] == .string("XCServerCoreData2.0.2"))
     }
+
+    /// Found by the xcode-model and compiled-model fuzz targets: an entity whose parent entity is
+    /// itself overflowed the stack while the model was built. Loaded from a file, the model now
+    /// names the cycle and refuses to validate, and it can be written to a compiled model and read back.
+    @Test("an Xcode model whose entity is its own parent loads, names the cycle and does not validate")
+    func anEntityThatIsItsOwnParent() throws {
+        let scratch = try Scratch()
+        let url = try xcdatamodel(scratch, """
+            <?xml version="1.0" encoding="UTF-8" standalone="yes"?>
+            <model type="com.apple.IDECoreDataModeler.DataModel" documentVersion="1.0">
+                <entity name="Item" representedClassName="Item" parentEntity="Item" syncable="YES">
+                    <attribute name="due" optional="YES" attributeType="Date"/>
+                </entity>
+                <entity name="Tag" syncable="YES">
+                    <attribute name="name" optional="YES" attributeType="String"/>
+                </entity>
+            </model>
+            """)
+        let model = try ManagedObjectModel(contentsOf: url)
+        let cycle = try #require(model.validationErrors.first { $0.message.contains("inheritance cycle") })
+        #expect(cycle.message.contains("'Item'"))
+        #expect(throws: ObjectGraphError.invalidModel) { try model.validate() }
+        #expect(model.entitiesByName["Item"]?.superentity == nil)
+        #expect(model.entityVersionHashesByName.count == 2)
+        let compiled = try scratch.write(try CompiledModelWriter.archive(model), to: "Broken.mom")
+        let back = try ManagedObjectModel(contentsOf: compiled)
+        #expect(back.entitiesByName.keys.sorted() == ["Item", "Tag"])
+    }
 }
