@@ -8,9 +8,10 @@ import Foundation
 /// the xml-store fuzz target with `<integer>` followed by `0xFF` bytes). A file another program
 /// wrote (an atomic store) is therefore refused here when it is an XML property list that is not
 /// UTF-8. `PropertyListSerialization` (a store's `Z_PLIST`, a model bundle's `.plist`) throws on
-/// the same bytes in Swift 6.3.1, but its readers pass here too, so that every refusal names the
-/// byte and a later Foundation sharing the decoder's code cannot stop the program. Core Data and
-/// ObjectGraph write XML property lists in UTF-8 only.
+/// the same bytes in Swift 6.3.1, but its readers pass here too, so that a later Foundation sharing
+/// the decoder's code cannot stop the program. A model bundle's error names the byte; a store's
+/// `Z_PLIST` is refused as metadata that cannot be read, as before (its reader returns no reason).
+/// Core Data and ObjectGraph write XML property lists in UTF-8 only.
 enum PropertyListInput {
     /// Nil when `data` is a binary property list (it starts with `bplist`) or is UTF-8 throughout;
     /// otherwise what is wrong and at which byte.
