@@ -62,11 +62,13 @@ struct SQLiteFileState: Sendable {
         }
         state.sqliteVersion = (try rows("SELECT sqlite_version()").first.flatMap { text($0[0]) } ?? "").split(separator: ".").compactMap { Int($0) }
         if tables.contains(SQLiteSchema.primaryKeyTable) {
+            var entities: [(number: Int64, name: String)] = []
             for row in try rows("SELECT Z_ENT, Z_NAME, Z_MAX FROM \(SQLiteSchema.primaryKeyTable)") {
-                guard let number = int(row[0]).map(Int.init) else { continue }
-                if let name = text(row[1]) { state.entityNumbers[name] = number }
-                state.maxKeys[number] = int(row[2]) ?? 0
+                guard let number = int(row[0]) else { continue }
+                if let name = text(row[1]) { entities.append((number, name)) }
+                state.maxKeys[Int(number)] = int(row[2]) ?? 0
             }
+            state.entityNumbers = try SQLiteSchema.entityNumbers(primaryKeyRows: entities, store: url)
         }
         if tables.contains(SQLiteSchema.metadataTable),
            case .data(let plist)? = try rows("SELECT Z_PLIST FROM \(SQLiteSchema.metadataTable) ORDER BY Z_VERSION LIMIT 1").first?.first,

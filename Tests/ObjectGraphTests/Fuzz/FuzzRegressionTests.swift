@@ -278,4 +278,82 @@ struct FuzzRegressionTests {
         let modelError = try #require(throws: ObjectGraphError.self) { try ManagedObjectModel(contentsOf: bundle) }
         #expect(modelError.code == .invalidModel && modelError.message.contains("not UTF-8"), "\(modelError)")
     }
+
+    /// A `Z_PRIMARYKEY` damaged as described, in a store of `NotesVersions.v1()`.
+    enum PrimaryKeyDamage: String, CaseIterable, Sendable {
+        /// The fuzzer's crash: a number of 560,926,685,061 for an entity of the model (the schema
+        /// allocated an array that long).
+        case hugeNumber
+        case zero
+        case negative
+        case oneNumberTwoEntities
+        case oneEntityTwoNumbers
+    }
+
+    static func damage(_ damage: PrimaryKeyDamage, at url: URL) throws {
+        let queue = try DatabaseQueue(path: url.path)
+        try queue.write { db in
+            // Without its INTEGER PRIMARY KEY, as a damaged file's schema can be, so Z_ENT can repeat.
+            try db.execute(sql: """
+                ALTER TABLE Z_PRIMARYKEY RENAME TO Z_OLDKEYS;
+                CREATE TABLE Z_PRIMARYKEY (Z_ENT INTEGER, Z_NAME VARCHAR, Z_SUPER INTEGER, Z_MAX INTEGER);
+                INSERT INTO Z_PRIMARYKEY SELECT Z_ENT, Z_NAME, Z_SUPER, Z_MAX FROM Z_OLDKEYS;
+                DROP TABLE Z_OLDKEYS;
+                """)
+            let folder = try #require(try Int.fetchOne(db, sql: "SELECT Z_ENT FROM Z_PRIMARYKEY WHERE Z_NAME = 'Folder'"))
+            switch damage {
+            case .hugeNumber: try db.execute(sql: "UPDATE Z_PRIMARYKEY SET Z_ENT = 560926685061 WHERE Z_NAME = 'Note'")
+            case .zero: try db.execute(sql: "UPDATE Z_PRIMARYKEY SET Z_ENT = 0 WHERE Z_NAME = 'Note'")
+            case .negative: try db.execute(sql: "UPDATE Z_PRIMARYKEY SET Z_ENT = -7 WHERE Z_NAME = 'Note'")
+            case .oneNumberTwoEntities: try db.execute(sql: "UPDATE Z_PRIMARYKEY SET Z_ENT = ? WHERE Z_NAME = 'Note'", arguments: [folder])
+            case .oneEntityTwoNumbers: try db.execute(sql: "INSERT INTO Z_PRIMARYKEY VALUES (9, 'Note', 0, 0)")
+            }
+        }
+        try queue.close()
+    }
+
+    /// sqlite-open: a store whose `Z_PRIMARYKEY` numbered an entity of the model 560,926,685,061
+    /// stopped the program: the layout sized its table of entities by the largest number (Swift's
+    /// allocation failure, 4.5 TB). Numbers from 16000 up are Core Data's own entities (persistent
+    /// history's are 16001 to 16003), so such a row is not the model's: the store opens, its objects
+    /// are read, and a save gives the entity a number of its own. A number below 1, one number for two
+    /// entities, or two numbers for one, is refused as damage naming the entity, adding the store
+    /// and migrating it alike, and the file is left as it was.
+    @Test(arguments: PrimaryKeyDamage.allCases)
+    func aDamagedPrimaryKeyTableIsReadOrRefused(_ damage: PrimaryKeyDamage) throws {
+        let directory = TemporaryDirectory()
+        let url = directory.file("notes.sqlite")
+        try NotesVersions.seedV1(.sqlite, at: url)
+        try Self.damage(damage, at: url)
+
+        if damage == .hugeNumber {
+            let titles = try Migrating.value(NotesVersions.v1(), .sqlite, at: url) { context in
+                let notes = try Migrating.fetch("Note", in: context, sortedBy: "title")
+                #expect(notes.allSatisfy { ($0.value(forKey: "folder") as? ManagedObject)?.value(forKey: "name") != nil })
+                context.insertNewObject(forEntityName: "Note").setValue("d", forKey: "title")
+                return notes.map { $0.value(forKey: "title") as? String }
+            }
+            #expect(titles == ["a", "b", "c"])
+            let again = try Migrating.value(NotesVersions.v1(), .sqlite, at: url) { context in
+                try Migrating.fetch("Note", in: context, sortedBy: "title").map { $0.value(forKey: "title") as? String }
+            }
+            #expect(again == ["a", "b", "c", "d"])
+            return
+        }
+        let words: [String] = switch damage {
+        case .zero: ["'Note' 0", "Z_PRIMARYKEY"]
+        case .negative: ["'Note' -7", "Z_PRIMARYKEY"]
+        case .oneNumberTwoEntities: ["'Folder' and 'Note' one number"]
+        case .oneEntityTwoNumbers: ["'Note' two numbers"]
+        case .hugeNumber: []
+        }
+        Migrating.expectRefusal(ObjectGraphError(.notADatabase, ""), at: url, mentioning: words) {
+            let coordinator = PersistentStoreCoordinator(managedObjectModel: NotesVersions.v1())
+            try coordinator.addPersistentStore(type: .sqlite, at: url)
+        }
+        Migrating.expectRefusal(ObjectGraphError(.notADatabase, ""), at: url, mentioning: words) {
+            let coordinator = PersistentStoreCoordinator(managedObjectModel: NotesVersions.v2())
+            try coordinator.addPersistentStore(type: .sqlite, at: url, options: Migrating.from(NotesVersions.v1(), NotesVersions.v2()))
+        }
+    }
 }

@@ -206,6 +206,39 @@ struct SQLiteSchema: Sendable {
 
     private static func tableName(_ root: EntityDescription) -> String { "Z" + root.name.uppercased() }
 
+    /// The `Z_ENT` numbers a model's entities can have. Core Data numbers a model's entities from 1, and
+    /// keeps numbers from 16000 up for entities of its own (persistent history's are 16001 to 16003).
+    static let modelEntityNumbers = 1..<16000
+
+    /// The model entities' numbers by name, from the (`Z_ENT`, `Z_NAME`) rows of the `Z_PRIMARYKEY` of the
+    /// store at `url`. Rows of Core Data's own entities (numbered 16000 and up) are left out. A number below 1,
+    /// a number given to two names or a name given two numbers is damage: the file is refused as
+    /// `.notADatabase`, naming the row (a schema is sized by its largest number, so none can be trusted).
+    static func entityNumbers(primaryKeyRows rows: [(number: Int64, name: String)], store url: URL) throws -> [String: Int] {
+        var numbers: [String: Int] = [:]
+        var names: [Int64: String] = [:]
+        for (number, name) in rows where number < modelEntityNumbers.upperBound {
+            func damaged(_ problem: String) -> ObjectGraphError {
+                ObjectGraphError(
+                    .notADatabase,
+                    "The store at \(url.path) is damaged: its \(primaryKeyTable) \(problem); it was left as it was",
+                    entityName: name, url: url)
+            }
+            guard number >= modelEntityNumbers.lowerBound else {
+                throw damaged("numbers entity '\(name)' \(number) (Core Data numbers a model's entities from 1)")
+            }
+            if let other = names[number], other != name {
+                throw damaged("gives entities '\(other)' and '\(name)' one number, \(number)")
+            }
+            if let other = numbers[name], other != Int(number) {
+                throw damaged("gives entity '\(name)' two numbers, \(other) and \(number)")
+            }
+            names[number] = name
+            numbers[name] = Int(number)
+        }
+        return numbers
+    }
+
     /// The entity's `Z_ENT` in this store.
     func entityNumber(for entity: EntityDescription) -> Int { numbers[entity.entityCode] }
 

@@ -114,9 +114,10 @@ extension SQLiteStore {
         }
         var numbers: [String: Int] = [:]
         if tables.contains(SQLiteSchema.primaryKeyTable) {
-            for row in try rows("SELECT Z_ENT, Z_NAME FROM \(SQLiteSchema.primaryKeyTable)") where row.count == 2 {
-                if case .int(let n) = row[0] { numbers[text(row[1])] = Int(n) }
+            let entities = try rows("SELECT Z_ENT, Z_NAME FROM \(SQLiteSchema.primaryKeyTable)").compactMap { row -> (number: Int64, name: String)? in
+                if row.count == 2, case .int(let n) = row[0] { (n, text(row[1])) } else { nil }
             }
+            numbers = try SQLiteSchema.entityNumbers(primaryKeyRows: entities, store: url)
         }
         var columns: [String: [String]] = [:]
         for table in tables {
