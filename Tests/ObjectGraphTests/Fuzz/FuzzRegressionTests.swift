@@ -281,7 +281,7 @@ struct FuzzRegressionTests {
 
     /// A `Z_PRIMARYKEY` damaged as described, in a store of `NotesVersions.v1()`.
     enum PrimaryKeyDamage: String, CaseIterable, Sendable {
-        /// The fuzzer's crash: a number of 560,926,685,061 for an entity of the model (the schema
+        /// The fuzzer's crash: a number of about 561 billion for an entity of the model (the layout
         /// allocated an array that long).
         case hugeNumber
         case zero
@@ -312,11 +312,11 @@ struct FuzzRegressionTests {
         try queue.close()
     }
 
-    /// sqlite-open: a store whose `Z_PRIMARYKEY` numbered an entity of the model 560,926,685,061
+    /// sqlite-open: a store whose `Z_PRIMARYKEY` numbered an entity of the model about 561 billion
     /// stopped the program: the layout sized its table of entities by the largest number (Swift's
     /// allocation failure, 4.5 TB). Numbers from 16000 up are Core Data's own entities (persistent
     /// history's are 16001 to 16003), so such a row is not the model's: the store opens, its objects
-    /// are read, and a save gives the entity a number of its own. A number below 1, one number for two
+    /// are read, and a note saved beside them reads back. A number below 1, one number for two
     /// entities, or two numbers for one, is refused as damage naming the entity, adding the store
     /// and migrating it alike, and the file is left as it was.
     @Test(arguments: PrimaryKeyDamage.allCases)
