@@ -148,7 +148,11 @@ extension ManagedObjectContext {
             var stored = (destinations[source] ?? []).filter { id in
                 guard let local = registered[canonical(id)]?.object else { return true }
                 if local.isDeleted { return false }
-                if let inverse, !local.isFault { return local.toOneID(inverse).map(canonical) == owner }
+                if let inverse, !local.isFault {
+                    // Only an object of the inverse's entity has it (a damaged store can list another kind).
+                    guard let kind = inverse.entity, local.entity.isKindOf(entity: kind) else { return false }
+                    return local.toOneID(inverse).map(canonical) == owner
+                }
                 return true
             }
             if let extra = changedByOwner[owner] {

@@ -356,4 +356,50 @@ struct FuzzRegressionTests {
             try coordinator.addPersistentStore(type: .sqlite, at: url, options: Migrating.from(NotesVersions.v1(), NotesVersions.v2()))
         }
     }
+
+    /// sqlite-open: a damaged row in a to-many's destination table whose `Z_ENT` named an entity of
+    /// another kind (a note's row numbered as a folder) made the relationship list a folder's ID; a
+    /// fetch prefetching it then read the inverse to-one of the registered folder with that key, and
+    /// stopped the program (index out of range in `ManagedObject.toOneID`). A destination is now always
+    /// of the relationship's destination entity or one of its sub-entities.
+    @Test func aToManyRowNumberedAsAnotherEntityIsReadAsTheDestination() throws {
+        let directory = TemporaryDirectory()
+        let url = directory.file("notes.sqlite")
+        try NotesVersions.seedV1(.sqlite, at: url)
+        try DatabaseQueue(path: url.path).write { db in
+            try db.execute(sql: "UPDATE ZNOTE SET Z_ENT = (SELECT Z_ENT FROM Z_PRIMARYKEY WHERE Z_NAME = 'Folder') WHERE Z_PK = 1")
+        }
+        let coordinator = PersistentStoreCoordinator(managedObjectModel: NotesVersions.v1())
+        try coordinator.addPersistentStore(type: .sqlite, at: url)
+        let context = ManagedObjectContext(concurrencyType: .confinement)
+        context.persistentStoreCoordinator = coordinator
+        // As the fuzz target has it: the damaged row is not a note's to a fetch, so its fault is inaccessible.
+        context.shouldDeleteInaccessibleFaults = true
+        func request(_ entity: String, prefetching: [String] = []) -> ObjectGraphCore.FetchRequest<ManagedObject> {
+            let request = FetchRequest<ManagedObject>(entityName: entity)
+            request.returnsObjectsAsFaults = false
+            request.relationshipKeyPathsForPrefetching = prefetching
+            return request
+        }
+        // Folders 1 and 2 registered with their values, as the fuzz target had them.
+        #expect(try context.fetch(request("Folder")).count == 2)
+        let folders = try context.fetch(request("Folder", prefetching: ["notes"]))
+        let notes = folders.flatMap { ($0.value(forKey: "notes") as? Set<ManagedObject>) ?? [] }
+        #expect(notes.count == 3)
+        #expect(notes.allSatisfy { $0.entity.name == "Note" }, "\(notes.map { $0.objectID })")
+
+        // The same rule for a destination with sub-entities (and for a to-one's entity column).
+        let schema = SQLiteSchema(model: ManagedObjectModel(entities: [
+            EntityDescription(name: "Animal", properties: [.attribute("name", .string)]),
+            EntityDescription(name: "Dog", superentity: "Animal", properties: [.attribute("breed", .string)]),
+            EntityDescription(name: "Bowl", properties: [.attribute("size", .integer16)]),
+        ]))
+        let base = try #require(schema.model.entitiesByName["Animal"]), sub = try #require(schema.model.entitiesByName["Dog"])
+        let other = try #require(schema.model.entitiesByName["Bowl"])
+        #expect(schema.destinationEntity(forNumber: schema.entityNumber(for: sub), of: base) === sub)
+        #expect(schema.destinationEntity(forNumber: schema.entityNumber(for: other), of: base) === base)
+        #expect(schema.destinationEntity(forNumber: schema.entityNumber(for: base), of: sub) === sub)
+        #expect(schema.destinationEntity(forNumber: 15_999, of: base) === base)
+        #expect(schema.destinationEntity(forNumber: nil, of: base) === base)
+    }
 }

@@ -186,7 +186,7 @@ extension PostgresStore {
             count()
             for row in try session.query(sql, chunk.map { .int($0) }) {
                 guard row.count >= 3, let sourceKey = row[0].integer, let destinationKey = row[1].integer, let source = bySource[sourceKey] else { continue }
-                let entity = row[2].integer.flatMap { schema.entity(forNumber: Int($0)) } ?? destination
+                let entity = schema.destinationEntity(forNumber: row[2].integer.map { Int($0) }, of: destination)
                 result[source, default: []].append(ManagedObjectID(entity: entity, store: store, primaryKey: destinationKey))
             }
         }

@@ -96,10 +96,8 @@ struct PostgresTableLayout: Sendable {
                 values[index] = Value(postgres: row[column], type: type)
             case .toOne(let index, let destination, let entityColumn):
                 guard let key = row[column].integer else { continue }
-                var entity = destination
-                if let entityColumn, let number = row[entityColumn].integer, let found = schema.entity(forNumber: Int(number)) {
-                    entity = found
-                }
+                let number = entityColumn.flatMap { row[$0].integer }.map { Int($0) }
+                let entity = schema.destinationEntity(forNumber: number, of: destination)
                 values[index] = .objectID(ManagedObjectID(entity: entity, store: store, primaryKey: key))
             }
         }

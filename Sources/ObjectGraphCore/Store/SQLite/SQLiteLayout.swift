@@ -104,12 +104,11 @@ struct SQLiteTableLayout: Sendable {
                 }
             case .toOne(let property, let destination, let entityColumn):
                 guard sqlite3_column_type(statement, index) == SQLITE_INTEGER else { continue }
-                var destinationEntity = destination
+                var number: Int?
                 if let entityColumn, sqlite3_column_type(statement, CInt(entityColumn)) == SQLITE_INTEGER {
-                    if let entity = schema.entity(forNumber: Int(sqlite3_column_int64(statement, CInt(entityColumn)))) {
-                        destinationEntity = entity
-                    }
+                    number = Int(truncatingIfNeeded: sqlite3_column_int64(statement, CInt(entityColumn)))
                 }
+                let destinationEntity = schema.destinationEntity(forNumber: number, of: destination)
                 values[property] = .objectID(ManagedObjectID(entity: destinationEntity, store: store, primaryKey: sqlite3_column_int64(statement, index)))
             }
         }

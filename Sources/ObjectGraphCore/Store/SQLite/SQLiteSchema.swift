@@ -247,6 +247,15 @@ struct SQLiteSchema: Sendable {
         number >= 0 && number < entitiesByNumber.count ? entitiesByNumber[number] : nil
     }
 
+    /// The entity of a relationship's destination whose stored `Z_ENT` is `number`: the entity with that
+    /// number when it is `destination` or one of its sub-entities, and otherwise (no number, a number the
+    /// model lacks, or a damaged row naming an entity of another kind) `destination` itself, the only
+    /// entity the relationship can hold. An ID of another kind would be read with the wrong properties.
+    func destinationEntity(forNumber number: Int?, of destination: EntityDescription) -> EntityDescription {
+        guard let number, let entity = entity(forNumber: number), entity.isKindOf(entity: destination) else { return destination }
+        return entity
+    }
+
     /// The (unquoted) name of the table that holds the entity's rows: `Z` and its root entity's name.
     func tableName(for entity: EntityDescription) -> String { Self.tableName(entity.rootEntity) }
 

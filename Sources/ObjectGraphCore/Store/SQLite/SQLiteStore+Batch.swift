@@ -365,7 +365,7 @@ extension SQLiteStore {
                 let destinationKey: Int64 = row[1]
                 let code: Int? = row[2]
                 guard let source = bySource[sourceKey] else { continue }
-                let entity = code.flatMap { schema.entity(forNumber: $0) } ?? destination
+                let entity = schema.destinationEntity(forNumber: code, of: destination)
                 result[source, default: []].append(ManagedObjectID(entity: entity, store: store, primaryKey: destinationKey))
             }
         }

@@ -156,7 +156,7 @@ extension SQLiteStore {
                     let destinationKey = try row.decode(Int64.self, atIndex: 1)
                     let code = try row.decode(Int.self, atIndex: 2)
                     guard let source = bySource[sourceKey] else { continue }
-                    let entity = schema.entity(forNumber: code) ?? destination
+                    let entity = schema.destinationEntity(forNumber: code, of: destination)
                     result[source, default: []].append(ManagedObjectID(entity: entity, store: store, primaryKey: destinationKey))
                 }
             }
