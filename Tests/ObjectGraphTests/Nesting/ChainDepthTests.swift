@@ -20,6 +20,10 @@ struct ChainDepthTests {
         for i in 0..<5 { seed.insert("Note", ["title": "n\(i)", "rank": Int64(i)]).setValue(folder, forKey: "folder") }
         try seed.save()
         let folderID = folder.objectID
+        // One fetch first, on this thread: the first read through an SQLite store's reader pool makes the
+        // Swift runtime build GRDB's key path metadata (a one-time, deeply recursive job), which does not fit
+        // at the bottom of the chain on a 512 KiB stack. Run alone, the test stopped there (signal 11).
+        #expect(try stack.context("warm-up").all("Note", sortedBy: "rank").count == 5)
         let result = Recorder<String>()
         Self.onSmallStack {
             // Confinement contexts belong to the thread that creates them: make the chain here.
