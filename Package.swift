@@ -14,6 +14,10 @@ let package = Package(
         .library(name: "ObjectGraph", targets: ["ObjectGraph"]),
         // Everything but the macros, for a program that builds without swift-syntax.
         .library(name: "ObjectGraphCore", targets: ["ObjectGraphCore"]),
+        // The PostgreSQL store's driver (over PostgresNIO): only a program that uses PostgreSQL
+        // depends on it (and calls `PersistentStoreCoordinator.registerPostgresStore()`), so an app
+        // on SQLite alone builds no SwiftNIO, TLS or cryptography module.
+        .library(name: "ObjectGraphPostgres", targets: ["ObjectGraphPostgres"]),
         .executable(name: "objectgraph", targets: ["objectgraph"]),
         .executable(name: "objectgraph-bench", targets: ["objectgraph-bench"]),
         .executable(name: "objectgraph-fuzz", targets: ["objectgraph-fuzz"]),
@@ -47,8 +51,7 @@ let package = Package(
             ],
             swiftSettings: fuzzSwiftSettings
         ),
-        // The PostgreSQL store's connections, over PostgresNIO: the core finds it by name when a program
-        // links it (ObjectGraph does), so the core and the `objectgraph` tool build no SwiftNIO.
+        // The PostgreSQL store's connections, over PostgresNIO, registered by the program that uses them.
         .target(
             name: "ObjectGraphPostgres",
             dependencies: [
@@ -61,10 +64,10 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
-        // What apps import: the core, re-exported, the PostgreSQL driver, and the macros (@Managed, @Attribute, ...).
+        // What apps import: the core, re-exported, and the macros (@Managed, @Attribute, ...).
         .target(
             name: "ObjectGraph",
-            dependencies: ["ObjectGraphCore", "ObjectGraphPostgres", "ObjectGraphMacros"]
+            dependencies: ["ObjectGraphCore", "ObjectGraphMacros"]
         ),
         .macro(
             name: "ObjectGraphMacros",
@@ -91,6 +94,7 @@ let package = Package(
             name: "objectgraph-bench",
             dependencies: [
                 "ObjectGraph",
+                "ObjectGraphPostgres",
                 "ObjectGraphBenchCore",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "GRDBSQLite", package: "GRDB.swift"),

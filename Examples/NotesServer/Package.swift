@@ -19,6 +19,7 @@ let package = Package(
             name: "NotesServerCore",
             dependencies: [
                 .product(name: "ObjectGraph", package: "ObjectGraph"),
+                .product(name: "ObjectGraphPostgres", package: "ObjectGraph"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Logging", package: "swift-log"),

@@ -13,7 +13,7 @@ private func closeQuietly(_ connection: PostgresConnection) {
     connection.close().whenComplete { _ in withExtendedLifetime(connection) {} }
 }
 
-/// The driver the core finds by name (``PostgresDrivers``): PostgresNIO connections.
+/// The driver ``PersistentStoreCoordinator/registerPostgresStore()`` registers: PostgresNIO connections.
 final class PostgresNIODriverFactory: PostgresDriverFactory {
     static func connect(url: URL, maximumConnections: Int, logger: Logger) throws -> any PostgresDriver {
         try PostgresNIODriver(configuration: PostgresURL(url).configuration(), maximumConnections: maximumConnections, logger: logger)

@@ -1,6 +1,8 @@
 import ArgumentParser
 import Foundation
+import ObjectGraph
 import ObjectGraphBenchCore
+import ObjectGraphPostgres
 
 /// `objectgraph-bench`: every workload of issues 6, 13, 16 and 17 through ObjectGraph, the raw SQLite
 /// C API and GRDB, in one process, on the same file system, with the same pragmas; a table of
@@ -32,6 +34,12 @@ struct BenchCommand: ParsableCommand {
         commandName: "objectgraph-bench",
         abstract: "Compare ObjectGraph with the raw SQLite C API and GRDB, workload by workload (issues 6, 13, 16 and 17).",
         subcommands: [BenchWorker.self, BenchRemoteChanges.self])
+
+    /// Registers the PostgreSQL store (for `--store postgres` and its workers), then runs the command.
+    static func main() {
+        PersistentStoreCoordinator.registerPostgresStore()
+        main(nil)
+    }
 
     @Flag(help: "Run small sizes: a smoke check that finishes in well under a minute.") var quick = false
     @Option(help: "Multiply every size (the full ones, or the quick ones with --quick) by this factor, e.g. 0.05.") var scale = 1.0

@@ -16,6 +16,9 @@ public struct StoreType: Hashable, Sendable, CustomStringConvertible, Expressibl
     /// An atomic store written whole to an XML property list file at each save.
     public static let xml = StoreType(rawValue: "XML")
     /// A PostgreSQL database, shared by coordinators on several machines (through PostgresNIO).
+    ///
+    /// Its driver is the product `ObjectGraphPostgres`: a program that uses this store depends on
+    /// it and calls `PersistentStoreCoordinator.registerPostgresStore()` once, before adding one.
     public static let postgres = StoreType(rawValue: "PostgreSQL")
 }
 

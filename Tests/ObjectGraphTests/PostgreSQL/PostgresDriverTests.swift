@@ -4,11 +4,25 @@ import Testing
 import ObjectGraph
 @testable import ObjectGraphCore
 
+/// The PostgreSQL store without a registered driver (no server needed).
+@Suite("PostgreSQL driver registration")
+struct PostgresDriverRegistrationTests {
+    @Test func aPostgreSQLStoreWithoutARegisteredDriverIsRefusedSayingWhatToAdd() {
+        #expect {
+            try PostgresDrivers.factory(nil)
+        } throws: { error in
+            let message = String(describing: error)
+            return (error as? ObjectGraphError)?.code == .unsupported && message.contains("product ObjectGraphPostgres")
+                && message.contains("PersistentStoreCoordinator.registerPostgresStore()")
+        }
+    }
+}
+
 /// The PostgreSQL driver (ObjectGraphPostgres over PostgresNIO), on a throwaway cluster: values
 /// round-trip exactly, transactions commit or roll back whole, server errors keep their SQLSTATE,
 /// the pool shares its connections between threads, notifications arrive, and a lost server is
 /// reconnected to.
-@Suite("PostgreSQL driver")
+@Suite("PostgreSQL driver", .needsPostgreSQL)
 struct PostgresDriverTests {
     private func connect(_ url: URL, connections: Int = 4) throws -> any PostgresDriver {
         try PostgresDrivers.factory().connect(url: url, maximumConnections: connections, logger: Logger(label: "test"))
@@ -19,9 +33,9 @@ struct PostgresDriverTests {
         return (server, try server.makeDatabase())
     }
 
-    @Test func theCoreFindsTheDriverThatObjectGraphLinks() throws {
+    @Test func theRegisteredDriverIsObjectGraphPostgressOwn() throws {
         let factory = try PostgresDrivers.factory()
-        #expect(String(reflecting: factory) == PostgresDrivers.factoryTypeName)
+        #expect(String(reflecting: factory) == "ObjectGraphPostgres.PostgresNIODriverFactory")
     }
 
     @Test func everyKindOfValueRoundTripsExactly() throws {

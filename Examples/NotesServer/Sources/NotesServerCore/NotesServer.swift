@@ -2,6 +2,7 @@ import Foundation
 import Hummingbird
 import Logging
 import ObjectGraph
+import ObjectGraphPostgres
 import ServiceLifecycle
 
 /// Where the server keeps its notes, and where it listens.
@@ -53,6 +54,7 @@ public enum NotesServer {
         let container = PersistentContainer(name: "Notes", managedObjectModel: NotesModel.make())
         let description: PersistentStoreDescription
         if let postgres = configuration.postgres {
+            PersistentStoreCoordinator.registerPostgresStore()
             description = PersistentStoreDescription(url: postgres)
             description.type = .postgres
         } else {

@@ -4,8 +4,9 @@ import Logging
 // The PostgreSQL store speaks to its server through a driver: the protocols below, which the
 // module ObjectGraphPostgres implements over PostgresNIO. The core keeps the store's SQL and
 // rules and none of PostgresNIO (SwiftNIO, TLS and their C code), so a program that uses only
-// SQLite (the `objectgraph` tool among them) builds none of it. A program that links the driver
-// has it found by name (``PostgresDrivers/factory()``), as Core Data finds a store class.
+// SQLite (the `objectgraph` tool among them) builds none of it. A program that uses PostgreSQL
+// depends on the product ObjectGraphPostgres and registers its driver once
+// (`PersistentStoreCoordinator.registerPostgresStore()`), as Core Data registers a store class.
 
 /// One value sent to or read from PostgreSQL: a parameter of a statement or a cell of a row.
 package enum PostgresValue: Sendable, Hashable, CustomStringConvertible {
@@ -118,20 +119,32 @@ package protocol PostgresDriverFactory {
     static func connect(url: URL, maximumConnections: Int, logger: Logger) throws -> any PostgresDriver
 }
 
-/// Finds the driver module.
+/// The driver a program registered for `StoreType.postgres`.
 package enum PostgresDrivers {
-    /// The name of the driver's factory type in ObjectGraphPostgres.
-    static let factoryTypeName = "ObjectGraphPostgres.PostgresNIODriverFactory"
+    private static let registered = Protected<(any PostgresDriverFactory.Type)?>(nil)
 
-    /// The driver factory, when the program links ObjectGraphPostgres.
+    /// Makes `factory` the driver of every PostgreSQL store added from now on. Registering again
+    /// replaces the driver (for new stores only).
+    package static func register(_ factory: any PostgresDriverFactory.Type) {
+        registered.withLock { $0 = factory }
+    }
+
+    /// The registered driver factory.
     ///
-    /// - Throws: ``ObjectGraphError/unsupported`` when it does not.
+    /// - Throws: ``ObjectGraphError/unsupported`` when the program registered none.
     package static func factory() throws -> any PostgresDriverFactory.Type {
-        guard let type = _typeByName(factoryTypeName) as? any PostgresDriverFactory.Type else {
+        try factory(registered.withLock { $0 })
+    }
+
+    /// `factory` itself, or the error that says how to register one.
+    package static func factory(_ factory: (any PostgresDriverFactory.Type)?) throws -> any PostgresDriverFactory.Type {
+        guard let factory else {
             throw ObjectGraphError(
                 .unsupported,
-                "A PostgreSQL store needs the module ObjectGraphPostgres (its PostgresNIO driver), which this program does not link")
+                "A PostgreSQL store needs its driver, which this program has not registered: add the product "
+                    + "ObjectGraphPostgres to the target's dependencies, import ObjectGraphPostgres, and call "
+                    + "PersistentStoreCoordinator.registerPostgresStore() once before adding the store")
         }
-        return type
+        return factory
     }
 }

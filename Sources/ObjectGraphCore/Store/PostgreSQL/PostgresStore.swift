@@ -4,8 +4,8 @@ import Synchronization
 
 /// The PostgreSQL store: Core Data's relational layout (``SQLiteSchema`` with
 /// ``SQLDialect/postgres``) in a schema of a PostgreSQL database, shared by every coordinator,
-/// process and machine that adds the same URL, through a pool of connections (the driver of
-/// ObjectGraphPostgres, over PostgresNIO).
+/// process and machine that adds the same URL, through a pool of connections (the driver the
+/// program registered from ObjectGraphPostgres, over PostgresNIO).
 ///
 /// Saves run in one `READ COMMITTED` transaction each and lock the rows they check
 /// (`SELECT … FOR UPDATE`): a row's version (`Z_OPT`) cannot change between the check and the
@@ -32,7 +32,7 @@ final class PostgresStore: StoreBackend {
 
     var statementCount: Int { statements.load(ordering: .relaxed) }
 
-    /// - Parameter driver: the connections to use (tests); nil to connect to `url` with ObjectGraphPostgres's driver.
+    /// - Parameter driver: the connections to use (tests); nil to connect to `url` with the registered driver.
     /// - Parameter migration: the migration options the store was added with: a store written with
     ///   another model is migrated when they say so (see `PostgresStore+Migration.swift`).
     init(
