@@ -16,7 +16,7 @@ struct ChangeSetInvariantTests {
 
     static let policies: [MergePolicy] = [.error, .mergeByPropertyObjectTrump, .mergeByPropertyStoreTrump, .overwrite, .rollback]
 
-    @Test(arguments: [StoreKind.sqlite, .inMemory, .postgres])
+    @Test(arguments: StoreKind.sqliteInMemoryAndPostgres)
     func randomWorkKeepsTheInvariants(_ kind: StoreKind) throws {
         for seed in Self.seeds {
             try run(kind, seed: seed, steps: 250)

@@ -89,7 +89,7 @@ struct FetchedResultsControllerTests {
         #expect(throws: ObjectGraphError.invalidFetchRequest) { try controller.performFetch() }
     }
 
-    @Test(arguments: [StoreKind.sqlite, .inMemory, .postgres])
+    @Test(arguments: StoreKind.sqliteInMemoryAndPostgres)
     func theResultsAreSectionedAndAddressable(_ kind: StoreKind) throws {
         let (_, _, controller, _, objects) = try setUp(kind)
         #expect(controller.sections?.map(\.name) == ["Inbox", "archive"])
@@ -101,7 +101,7 @@ struct FetchedResultsControllerTests {
         #expect(controller.fetchedObjects?.count == 3)
     }
 
-    @Test(arguments: [StoreKind.sqlite, .inMemory, .postgres])
+    @Test(arguments: StoreKind.sqliteInMemoryAndPostgres)
     func insertsDeletesMovesAndUpdatesReachTheDelegate(_ kind: StoreKind) throws {
         let (_, context, controller, recorder, objects) = try setUp(kind)
         // An insert into the first section, a rank change that moves b before a, a title change in
@@ -130,7 +130,7 @@ struct FetchedResultsControllerTests {
         #expect(recorder.lines.filter { $0.hasPrefix("delete") }.count == 3)
     }
 
-    @Test(arguments: [StoreKind.sqlite, .inMemory, .postgres])
+    @Test(arguments: StoreKind.sqliteInMemoryAndPostgres)
     func aChangeToARelatedObjectTheSortAndSectionsReadIsSeen(_ kind: StoreKind) throws {
         let (_, context, controller, recorder, objects) = try setUp(kind)
         // Renaming the folder moves its notes to a new last section; Core Data would miss it.
@@ -256,7 +256,7 @@ struct FetchedResultsControllerTests {
     /// Random batches of inserts, deletes and rank changes (with many equal ranks) on a controller
     /// without sections: the per-object calls, the difference and the snapshots each lead from the
     /// old results to the new ones, and the new ones are sorted.
-    @Test(arguments: [StoreKind.sqlite, .inMemory, .postgres])
+    @Test(arguments: StoreKind.sqliteInMemoryAndPostgres)
     func randomBatchesOfChangesReplayThroughEveryForm(_ kind: StoreKind) async throws {
         let stack = try TestStack(kind)
         let context = stack.context("view")

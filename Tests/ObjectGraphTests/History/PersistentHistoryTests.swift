@@ -346,7 +346,7 @@ struct PersistentHistoryTests {
         #expect(reader.isReadOnly)
     }
 
-    @Test func historyOfAppleCoreDataIsReadAndContinued() throws {
+    @Test(.needsCoreDataFixtures) func historyOfAppleCoreDataIsReadAndContinued() throws {
         let url = try CoreDataFixtures.copyOfStore(try CoreDataFixtures.url("coredataplus-samplemodel2-storeonly/stores/SampleModel2_V2.sqlite"))
         defer { try? FileManager.default.removeItem(at: url.deletingLastPathComponent()) }
         let model = try ManagedObjectModel(contentsOfStoreAt: url)

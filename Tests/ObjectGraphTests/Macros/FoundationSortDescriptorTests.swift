@@ -10,7 +10,7 @@ struct FoundationSortDescriptorTests {
     /// Titles of the notes of `PredicateTranslationTests.populate`, largest rank first.
     static let byRankReversed = ["100% done", "Héllo", "Zebra", "Hello", "apple", "hello world", "under_score", "Groceries"]
 
-    @Test(arguments: [StoreKind.sqlite, .inMemory, .postgres])
+    @Test(arguments: StoreKind.sqliteInMemoryAndPostgres)
     func anArrayOfFoundationSortDescriptorsOrdersAFetchAsItOrdersAnArray(_ kind: StoreKind) throws {
         let s: [SortDescriptor<Note>] = [SortDescriptor(\.rank, order: .reverse)]
         let stack = try TestStack(kind, model: TestModels.typed())
@@ -48,7 +48,7 @@ struct FoundationSortDescriptorTests {
         #endif
     }
 
-    @Test(arguments: [StoreKind.sqlite, .inMemory, .postgres])
+    @Test(arguments: StoreKind.sqliteInMemoryAndPostgres)
     func aToOneRelationshipItselfIsOrderedByItsKey(_ kind: StoreKind) throws {
         let stack = try TestStack(kind, model: TestModels.typed())
         let writer = stack.context("writer")

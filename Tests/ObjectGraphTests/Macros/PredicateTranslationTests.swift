@@ -100,7 +100,7 @@ struct PredicateTranslationTests {
         return Set(try all.filter { try predicate.evaluate($0) }.map(\.title))
     }
 
-    @Test(arguments: [StoreKind.sqlite, .inMemory, .postgres])
+    @Test(arguments: StoreKind.sqliteInMemoryAndPostgres)
     func everyNodeGivesSwiftsAnswerInTheStoreAndOverPendingChanges(_ kind: StoreKind) throws {
         let stack = try TestStack(kind, model: TestModels.typed())
         let writer = stack.context("writer")
@@ -169,7 +169,7 @@ struct PredicateTranslationTests {
         }
     }
 
-    @Test(arguments: [StoreKind.sqlite, .inMemory, .postgres])
+    @Test(arguments: StoreKind.sqliteInMemoryAndPostgres)
     func fetchDescriptorsSortLimitCountAndReturnIdentifiers(_ kind: StoreKind) throws {
         let stack = try TestStack(kind, model: TestModels.typed())
         let writer = stack.context("writer")
@@ -251,7 +251,7 @@ struct PredicateTranslationTests {
 
 @Suite("#Predicate with captured objects and enums")
 struct PredicateCapturesTests {
-    @Test(arguments: [StoreKind.sqlite, .inMemory, .postgres])
+    @Test(arguments: StoreKind.sqliteInMemoryAndPostgres)
     func capturedObjectsCompareByIdentityAndEnumsByRawValue(_ kind: StoreKind) throws {
         let stack = try TestStack(kind, model: TestModels.typed())
         let writer = stack.context("writer")
@@ -300,7 +300,7 @@ struct PredicateCapturesTests {
 extension PredicateTranslationTests {
     /// Arithmetic on each numeric type gives Swift's answer, from the store and over pending changes:
     /// integer division truncates, `Double` division does not, optionals propagate nil.
-    @Test(arguments: [StoreKind.sqlite, .inMemory, .postgres])
+    @Test(arguments: StoreKind.sqliteInMemoryAndPostgres)
     func arithmeticOnEveryNumericTypeGivesSwiftsAnswer(_ kind: StoreKind) throws {
         let stack = try TestStack(kind, model: TestModels.typed())
         func populate(_ context: ManagedObjectContext) {

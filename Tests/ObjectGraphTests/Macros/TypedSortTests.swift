@@ -124,7 +124,7 @@ struct TypedSortTests {
             sortBy: [FetchSortDescriptor(key: "folder.name", ascending: ascending), FetchSortDescriptor(key: "title")])).map(\.title)
     }
 
-    @Test(arguments: [StoreKind.sqlite, .inMemory, .postgres])
+    @Test(arguments: StoreKind.sqliteInMemoryAndPostgres)
     func anOptionalToOneSortsAsItsDottedKeyInTheStoreAndOverPendingChanges(_ kind: StoreKind) throws {
         let forward = ["Groceries", "under_score", "Hello", "apple", "hello world", "100% done", "Héllo", "Zebra"]
         let reverse = ["100% done", "Héllo", "Zebra", "Hello", "apple", "hello world", "Groceries", "under_score"]
@@ -170,7 +170,7 @@ struct TypedSortTests {
         (SortDescriptor(\.team?.lead?.name), FetchSortDescriptor(key: "team.lead.name"), ["page", "ship", "test", "plan", "fix", "write"]),
     ]
 
-    @Test(arguments: [StoreKind.sqlite, .inMemory, .postgres])
+    @Test(arguments: StoreKind.sqliteInMemoryAndPostgres)
     func requiredChainedAndInheritedToOnesSortAsTheirDottedKeys(_ kind: StoreKind) throws {
         let stack = try TestStack(kind, model: Self.ticketModel())
         let writer = stack.context("writer")

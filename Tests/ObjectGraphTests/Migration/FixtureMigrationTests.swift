@@ -5,7 +5,7 @@ import ObjectGraph
 @testable import ObjectGraphCore
 
 /// Stores Apple's Core Data wrote, migrated (on copies) to the newest version of their app's model.
-@Suite("Migrating Core Data's stores")
+@Suite("Migrating Core Data's stores", .needsCoreDataFixtures)
 struct FixtureMigrationTests {
     /// The fixtures whose `.xcdatamodeld` holds a chain of versions, the versions in the order the app shipped them.
     static let chains: [String: [String]] = [
@@ -162,7 +162,7 @@ struct FixtureMigrationTests {
 }
 
 /// A custom stage on a store whose data is only in its WAL: the WAL is folded in before the copy.
-@Suite("Migrating Core Data's stores with custom stages")
+@Suite("Migrating Core Data's stores with custom stages", .needsCoreDataFixtures)
 struct FixtureCustomStageTests {
     @Test func aCustomStageOnAStoreWhoseDataIsInItsWALKeepsTheData() throws {
         let versions = try FixtureMigrationTests.models("wibosco-migration-wal")

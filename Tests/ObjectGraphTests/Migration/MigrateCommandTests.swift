@@ -4,7 +4,7 @@ import ObjectGraph
 @testable import ObjectGraphCore
 
 /// `objectgraph migrate`: the plan, a dry run that writes nothing, and the counts before and after.
-@Suite("objectgraph migrate", .serialized)
+@Suite("objectgraph migrate", .needsCoreDataFixtures, .serialized)
 struct MigrateCommandTests {
     @Test func aDryRunPrintsThePlanAndWritesNothingThenTheMigrationReportsCounts() throws {
         let store = try CoreDataFixtures.copyOfStore(try CoreDataFixtures.url("coredataplus-samplemodel/stores/SampleModel_V1.sqlite"))

@@ -19,7 +19,7 @@ struct MigrationContractTests {
         #expect(!description.shouldInferMappingModelAutomatically)
     }
 
-    @Test func aReferenceToAModelFileIsCheckedByItsChecksum() throws {
+    @Test(.needsCoreDataFixtures) func aReferenceToAModelFileIsCheckedByItsChecksum() throws {
         let file = try CoreDataFixtures.url("coredataplus-samplemodel/SampleModel.xcdatamodeld/SampleModel2.xcdatamodel")
         let model = try ManagedObjectModel(contentsOf: file)
         let reference = ManagedObjectModelReference(fileURL: file, versionChecksum: model.versionChecksum)

@@ -113,7 +113,7 @@ struct CompiledModelWriterTests {
 
     // MARK: - Fixture models
 
-    @Test("every fixture model version, written and read back, has the same version hashes, entities and properties")
+    @Test("every fixture model version, written and read back, has the same version hashes, entities and properties", .needsCoreDataFixtures)
     func fixtureModelsRoundTrip() throws {
         var checked = 0
         for (fixture, bundle) in try CoreDataFixtures.modelBundles() {
@@ -130,7 +130,7 @@ struct CompiledModelWriterTests {
         #expect(checked >= 40)
     }
 
-    @Test("every compiled .mom and every model Core Data cached in a store, written again and read back, is the same model")
+    @Test("every compiled .mom and every model Core Data cached in a store, written again and read back, is the same model", .needsCoreDataFixtures)
     func compiledModelsRoundTrip() throws {
         var checked = 0
         let root = try CoreDataFixtures.root()
@@ -220,7 +220,7 @@ func archiveShape(_ data: Data, entityKeys: Bool) throws -> [String] {
 }
 
 extension CompiledModelWriterTests {
-    @Test("ObjectGraph's archive of a fixture's model has the structure of the one Apple's Core Data cached in the store")
+    @Test("ObjectGraph's archive of a fixture's model has the structure of the one Apple's Core Data cached in the store", .needsCoreDataFixtures)
     func archivesHaveApplesStructure() throws {
         var compared = 0
         for (fixture, store) in try CoreDataFixtures.stores() where fixture != "coredataplus-samplemodel2-storeonly" {

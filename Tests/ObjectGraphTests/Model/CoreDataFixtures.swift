@@ -2,9 +2,11 @@ import Foundation
 import GRDB
 import Testing
 
-/// The real Core Data files in `shared/coredata-fixtures` beside the repository (never committed
-/// here). A test that needs them fails, with a message saying where they were looked for, when they
-/// are missing: it never passes without them.
+/// The real Core Data files in `shared/coredata-fixtures` beside the repository, or in the folder
+/// `OBJECTGRAPH_FIXTURES` names (never committed here). A test that needs them carries the
+/// ``needsCoreDataFixtures`` trait: skipped where they are missing, it fails there, with a message
+/// saying where they were looked for, when `OBJECTGRAPH_REQUIRE_FIXTURES=1` (CI): it never passes
+/// without them.
 enum CoreDataFixtures {
     struct Missing: Error, CustomStringConvertible {
         let searched: [String]
@@ -13,8 +15,17 @@ enum CoreDataFixtures {
         }
     }
 
-    /// The fixtures folder, found by walking up from this file to a folder that has `shared/coredata-fixtures`.
+    /// The fixtures folder: the one `OBJECTGRAPH_FIXTURES` names, else the one found by walking up
+    /// from this file to a folder that has `shared/coredata-fixtures`.
     static func root(filePath: String = #filePath) throws -> URL {
+        if let given = ProcessInfo.processInfo.environment[TestRequirements.fixturesVariable] {
+            let folder = URL(fileURLWithPath: given)
+            var isDirectory: ObjCBool = false
+            guard FileManager.default.fileExists(atPath: folder.path, isDirectory: &isDirectory), isDirectory.boolValue else {
+                throw Missing(searched: [folder.path + " (\(TestRequirements.fixturesVariable))"])
+            }
+            return folder
+        }
         var directory = URL(fileURLWithPath: filePath).deletingLastPathComponent()
         var searched: [String] = []
         while directory.path != "/" {

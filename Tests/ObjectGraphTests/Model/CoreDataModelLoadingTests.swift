@@ -5,7 +5,7 @@ import ObjectGraph
 @testable import ObjectGraphCore
 
 /// Loading real Xcode and compiled models (the fixtures), checked against what their files say.
-@Suite("Loading Core Data models")
+@Suite("Loading Core Data models", .needsCoreDataFixtures)
 struct CoreDataModelLoadingTests {
     private func model(_ path: String) throws -> ManagedObjectModel {
         try ManagedObjectModel(contentsOf: CoreDataFixtures.url(path))

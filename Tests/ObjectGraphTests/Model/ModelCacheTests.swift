@@ -38,7 +38,7 @@ struct ModelCacheTests {
         #expect(throws: Inflate.Malformed.self) { try Inflate.decompress(Data([0xcb, 0x48, 0xcd, 0xc9, 0xc9, 0x57, 0xc8, 0x40, 0x27, 0x01]), limit: 10) }
     }
 
-    @Test("every store's cached model hashes to the store's own version hashes")
+    @Test("every store's cached model hashes to the store's own version hashes", .needsCoreDataFixtures)
     func cachedModelsMatchTheirStores() throws {
         var checked = 0
         for (fixture, store) in try CoreDataFixtures.stores() {
@@ -50,7 +50,7 @@ struct ModelCacheTests {
         #expect(checked == 19)  // the Artsy and BookMigration stores predate Z_MODELCACHE
     }
 
-    @Test("the store-only model: six entities, an abstract root, two configurations, fetched properties and derived attributes reported")
+    @Test("the store-only model: six entities, an abstract root, two configurations, fetched properties and derived attributes reported", .needsCoreDataFixtures)
     func storeOnlyModel() throws {
         let store = try CoreDataFixtures.url("coredataplus-samplemodel2-storeonly/stores/SampleModel2_V2.sqlite")
         let model = try #require(try cachedModel(ofStore: store))
@@ -87,7 +87,7 @@ struct ModelCacheTests {
         #expect(model.validationErrors.isEmpty, "\(model.validationErrors)")
     }
 
-    @Test("corrupted model caches (compressed and decompressed) throw or load, and never crash")
+    @Test("corrupted model caches (compressed and decompressed) throw or load, and never crash", .needsCoreDataFixtures)
     func corruptedCaches() throws {
         let store = try CoreDataFixtures.url("coredataplus-samplemodel2-storeonly/stores/SampleModel2_V2.sqlite")
         let blob = try #require(try CoreDataFixtures.withCopy(of: store) { try Data.fetchOne($0, sql: "SELECT Z_CONTENT FROM Z_MODELCACHE") })

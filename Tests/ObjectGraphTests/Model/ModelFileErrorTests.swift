@@ -114,7 +114,7 @@ struct ModelFileErrorTests {
         }
     }
 
-    @Test("every truncation and thousands of random corruptions of a real .mom throw or load, and never crash")
+    @Test("every truncation and thousands of random corruptions of a real .mom throw or load, and never crash", .needsCoreDataFixtures)
     func corruptedCompiledModels() throws {
         let original = try Data(contentsOf: CoreDataFixtures.url("coredataplus-samplemodel/SampleModel.momd/SampleModel.mom"))
         var truncationsRefused = 0
@@ -139,7 +139,7 @@ struct ModelFileErrorTests {
         #expect(refused > 0)
     }
 
-    @Test("truncated and corrupted XML models throw or load, and never crash")
+    @Test("truncated and corrupted XML models throw or load, and never crash", .needsCoreDataFixtures)
     func corruptedXMLModels() throws {
         let original = try Data(contentsOf: CoreDataFixtures.url(
             "coredataplus-samplemodel/SampleModel.xcdatamodeld/SampleModel.xcdatamodel/contents"))
@@ -158,7 +158,7 @@ struct ModelFileErrorTests {
         }
     }
 
-    @Test("the binary property list reader agrees with Foundation's on a store's metadata")
+    @Test("the binary property list reader agrees with Foundation's on a store's metadata", .needsCoreDataFixtures)
     func binaryPropertyListAgreesWithFoundation() throws {
         let info = try Data(contentsOf: CoreDataFixtures.url("xcserver/XCServerCoreData.momd/VersionInfo.plist"))
         let ours = try BinaryPropertyList.decode(info)

@@ -12,7 +12,7 @@ struct VersionHashTests {
         hashes.mapValues { $0.map { String(format: "%02x", $0) }.joined() }
     }
 
-    @Test("every fixture store's hashes equal those of exactly one version of its model")
+    @Test("every fixture store's hashes equal those of exactly one version of its model", .needsCoreDataFixtures)
     func storesMatchExactlyOneVersion() throws {
         let stores = try CoreDataFixtures.stores()
         #expect(stores.count == 24)
@@ -35,7 +35,7 @@ struct VersionHashTests {
         #expect(matched == 23)
     }
 
-    @Test("the stores are matched to the versions that wrote them")
+    @Test("the stores are matched to the versions that wrote them", .needsCoreDataFixtures)
     func knownStoreVersions() throws {
         let expected = [
             ("bookmigration", "Model1.sqlite", "Model1.xcdatamodel"),
@@ -53,7 +53,7 @@ struct VersionHashTests {
         }
     }
 
-    @Test("a compiled model bundle's VersionInfo.plist equals the hashes of the XML and of the compiled .mom of every version")
+    @Test("a compiled model bundle's VersionInfo.plist equals the hashes of the XML and of the compiled .mom of every version", .needsCoreDataFixtures)
     func versionInfoMatchesXMLAndCompiledModels() throws {
         var compared = 0
         for (fixture, bundle) in try CoreDataFixtures.modelBundles() {
@@ -76,7 +76,7 @@ struct VersionHashTests {
         #expect(compared == 12)  // xcserver 6, samplemodel 3, samplemodel3 3
     }
 
-    @Test("the model version checksum equals the NSStoreModelVersionChecksumKey Core Data wrote")
+    @Test("the model version checksum equals the NSStoreModelVersionChecksumKey Core Data wrote", .needsCoreDataFixtures)
     func versionChecksum() throws {
         let store = try CoreDataFixtures.url("coredataplus-samplemodel3/stores/SampleModel3_V1.sqlite")
         let metadata = try CoreDataFixtures.metadata(ofStore: store)

@@ -12,7 +12,7 @@ struct ChainDepthTests {
         ThreadOfItsOwn.run(stackSize: 512 * 1024, body)
     }
 
-    @Test(arguments: [StoreKind.sqlite, .inMemory, .postgres])
+    @Test(arguments: StoreKind.sqliteInMemoryAndPostgres)
     func theDeepestContextOfAChainAtTheLimitFetchesFaultsAndSavesOnASmallStack(_ kind: StoreKind) throws {
         let stack = try TestStack(kind)
         let seed = stack.context("seed")

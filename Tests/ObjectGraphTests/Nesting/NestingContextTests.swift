@@ -5,7 +5,7 @@ import ObjectGraph
 
 @Suite("Nesting: parent and child contexts")
 struct NestingContextTests {
-    static let kinds: [StoreKind] = [.sqlite, .inMemory, .postgres]
+    static let kinds = StoreKind.sqliteInMemoryAndPostgres
 
     @Test(arguments: kinds)
     func aChildsSavePushesIntoItsParentAndNotTheStore(_ kind: StoreKind) throws {

@@ -55,7 +55,7 @@ struct NestingStackTests {
         return try condition()
     }
 
-    @Test(arguments: [StoreKind.sqlite, .inMemory, .postgres])
+    @Test(arguments: StoreKind.sqliteInMemoryAndPostgres)
     func theRootAutosavesAtItsIntervalAndOnDemand(_ kind: StoreKind) async throws {
         let stack = try Stack(kind)
         stack.root.startAutosaving(every: .milliseconds(50))
@@ -128,7 +128,7 @@ struct NestingStackTests {
         try await Task.sleep(for: .milliseconds(50))
     }
 
-    @Test(arguments: [StoreKind.sqlite, .inMemory, .postgres])
+    @Test(arguments: StoreKind.sqliteInMemoryAndPostgres)
     func importOperationsSaveIntoTheMainContextThenTheChainIsSaved(_ kind: StoreKind) async throws {
         let stack = try Stack(kind)
         let queue = OperationQueue()

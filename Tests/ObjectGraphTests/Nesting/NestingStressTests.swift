@@ -5,7 +5,7 @@ import ObjectGraph
 
 @Suite("Nesting: relationships through pushes, and a seeded stress of the three-level stack")
 struct NestingStressTests {
-    @Test(arguments: [StoreKind.sqlite, .inMemory, .postgres])
+    @Test(arguments: StoreKind.sqliteInMemoryAndPostgres)
     func manyToManyChangesTravelThroughPushes(_ kind: StoreKind) throws {
         let chain = try ContextChain(kind)
         let (_, notes) = try chain.seed()
@@ -35,7 +35,7 @@ struct NestingStressTests {
     /// Workers (children of a main-queue context) insert, move, rename and delete their own notes
     /// and push, while the main context pushes into an autosaving root. At the end every change
     /// that was pushed is in the store once, and the relationships agree on both sides.
-    @Test(arguments: [StoreKind.sqlite, .inMemory, .postgres])
+    @Test(arguments: StoreKind.sqliteInMemoryAndPostgres)
     func workersMainAndAnAutosavingRootAgreeWithTheStore(_ kind: StoreKind) async throws {
         let chain = try ContextChain(kind)
         let failures = Recorder<String>()

@@ -5,7 +5,7 @@ import ObjectGraph
 
 /// A batch update PostgreSQL can answer whole is one statement, with the same results, versions and
 /// change log as the update through the save's steps; one it cannot answer whole takes those steps.
-@Suite("PostgreSQL batch updates in one statement")
+@Suite("PostgreSQL batch updates in one statement", .needsPostgreSQL)
 struct PostgresBatchUpdateTests {
     private func seed(_ stack: TestStack, notes: Int) throws {
         let context = stack.context("seed")

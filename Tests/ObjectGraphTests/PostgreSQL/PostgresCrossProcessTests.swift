@@ -5,7 +5,7 @@ import ObjectGraph
 
 /// Two processes on one PostgreSQL database: this test process and a second run of the test
 /// bundle that plays ``PostgresPeer`` (chosen by the environment), as two machines of a service would.
-@Suite("PostgreSQL store: two processes on one database")
+@Suite("PostgreSQL store: two processes on one database", .needsPostgreSQL)
 struct PostgresCrossProcessTests {
     /// Runs the peer in a process of its own: `command` on the database at `url`; its output lines.
     func peer(_ url: URL, _ command: [String]) throws -> [String] {
@@ -76,7 +76,7 @@ struct PostgresCrossProcessTests {
 /// The other process of ``PostgresCrossProcessTests``: a run of this test bundle with
 /// `OBJECTGRAPH_PEER_URL` and `OBJECTGRAPH_PEER_COMMAND` set does what the command says and prints
 /// its answers; in every other run (the suites' own) it is skipped.
-@Suite("PostgresPeer", .enabled(if: ProcessInfo.processInfo.environment["OBJECTGRAPH_PEER_URL"] != nil))
+@Suite("PostgresPeer", .enabled(if: ProcessInfo.processInfo.environment["OBJECTGRAPH_PEER_URL"] != nil), .needsPostgreSQL)
 struct PostgresPeer {
     static let urlVariable = "OBJECTGRAPH_PEER_URL"
     static let commandVariable = "OBJECTGRAPH_PEER_COMMAND"

@@ -44,7 +44,7 @@ final class CommitLosingDriver: PostgresDriver, @unchecked Sendable {  // `armed
 }
 
 /// Servers that stop, restart, and lose connections in the middle of a save.
-@Suite("PostgreSQL store: faults", .serialized)
+@Suite("PostgreSQL store: faults", .needsPostgreSQL, .serialized)
 struct PostgresFaultTests {
     /// A coordinator whose store goes through `driver`.
     func coordinator(_ url: URL, driver: any PostgresDriver) throws -> PersistentStoreCoordinator {

@@ -6,7 +6,7 @@ import ObjectGraph
 /// Comparisons PostgreSQL can answer from an index are sent so that it can (bare, not wrapped to
 /// make them definite), and `BEGINSWITH` is a range of the index: the same answers as memory for
 /// prefixes at the edges of Unicode, nil values and negation.
-@Suite("PostgreSQL answers indexed comparisons from the index")
+@Suite("PostgreSQL answers indexed comparisons from the index", .needsPostgreSQL)
 struct PostgresIndexTests {
     static let model = ManagedObjectModel(entities: [
         EntityDescription(name: "Entry", properties: [

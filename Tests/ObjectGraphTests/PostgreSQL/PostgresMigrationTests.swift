@@ -6,7 +6,7 @@ import ObjectGraph
 
 /// A PostgreSQL store written with one model version and added with another migrates in the
 /// transaction that opens it: every row carried over with its key, or nothing changed at all.
-@Suite("PostgreSQL migration")
+@Suite("PostgreSQL migration", .needsPostgreSQL)
 struct PostgresMigrationTests {
     /// The store's tables and their rows, read straight from the server: what "left as it was" compares.
     private func state(_ url: URL) throws -> [String] {

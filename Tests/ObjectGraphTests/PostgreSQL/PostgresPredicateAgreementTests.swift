@@ -58,7 +58,7 @@ final class PostgresPredicateGraph: @unchecked Sendable {  // immutable after in
 
 /// The predicates of the SQLite agreement suite, fetched from PostgreSQL: the same answers as in
 /// memory, whether PostgreSQL answers a predicate whole, in part, or leaves it to memory.
-@Suite("PostgreSQL and in-memory evaluation agree")
+@Suite("PostgreSQL and in-memory evaluation agree", .needsPostgreSQL)
 struct PostgresPredicateAgreementTests {
     static let all = PredicateSQLAgreementTests.comparisons + PredicateSQLAgreementTests.strings
         + PredicateSQLAgreementTests.relationships + PredicateSQLAgreementTests.compounds
@@ -143,7 +143,7 @@ struct PostgresPredicateAgreementTests {
 }
 
 /// What PostgreSQL is asked to answer itself, and what is left to memory.
-@Suite("PostgreSQL predicate compilation")
+@Suite("PostgreSQL predicate compilation", .needsPostgreSQL)
 struct PostgresPredicateSQLTests {
     @Test func plainComparisonsCompileAndTheRestIsLeftToMemory() throws {
         let graph = try PostgresPredicateGraph.shared.get()

@@ -5,7 +5,7 @@ import ObjectGraph
 
 /// Coordinators sharing a PostgreSQL store hear each other's commits (LISTEN/NOTIFY and the
 /// store's change log), merge them, and catch up after losing their connection.
-@Suite("PostgreSQL store: changes heard across coordinators")
+@Suite("PostgreSQL store: changes heard across coordinators", .needsPostgreSQL)
 struct PostgresRemoteChangeTests {
     func coordinator(_ url: URL) throws -> PersistentStoreCoordinator {
         let coordinator = PersistentStoreCoordinator(managedObjectModel: TestModels.notes())

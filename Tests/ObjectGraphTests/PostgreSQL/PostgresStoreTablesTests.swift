@@ -6,7 +6,7 @@ import ObjectGraph
 
 /// A PostgreSQL store's tables: made whole in an empty schema (Core Data's layout with PostgreSQL's
 /// types), found again by every later opener, kept apart per schema, and refused to another model.
-@Suite("PostgreSQL store tables")
+@Suite("PostgreSQL store tables", .needsPostgreSQL)
 struct PostgresStoreTablesTests {
     private func connect(_ url: URL) throws -> any PostgresDriver {
         try PostgresDrivers.factory().connect(url: url, maximumConnections: 4, logger: Logger(label: "test"))

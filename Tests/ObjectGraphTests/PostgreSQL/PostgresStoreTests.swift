@@ -5,7 +5,7 @@ import ObjectGraph
 
 /// The PostgreSQL store as several processes use it: coordinators of their own on one database.
 /// (The store-parameterized suites run every store-level behaviour on PostgreSQL too.)
-@Suite("PostgreSQL store: coordinators sharing a database")
+@Suite("PostgreSQL store: coordinators sharing a database", .needsPostgreSQL)
 struct PostgresStoreTests {
     /// A new database, and `count` coordinators with a store on it each.
     func coordinators(_ count: Int, model: ManagedObjectModel = TestModels.notes()) throws -> (URL, [PersistentStoreCoordinator]) {

@@ -7,7 +7,7 @@ import ObjectGraph
 
 /// Saving to Apple's stores with Core Data's bookkeeping, and the layout of the stores ObjectGraph
 /// creates compared with Apple's for the same model.
-@Suite("Core Data's SQLite layout: saves and new stores")
+@Suite("Core Data's SQLite layout: saves and new stores", .needsCoreDataFixtures)
 struct CoreDataStoreLayoutTests {
     @Test("inserts, updates and deletes save to Apple's store with Z_MAX, Z_OPT and join rows, and the store reopens")
     func saveKeepsCoreDataBookkeeping() throws {

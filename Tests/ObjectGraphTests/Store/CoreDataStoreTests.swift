@@ -8,7 +8,7 @@ import ObjectGraph
 /// Stores written by Apple's Core Data (shared/coredata-fixtures), each opened on a copy with the
 /// model version that wrote it: what ObjectGraph reads must be what the raw tables hold, and what
 /// it saves must carry Core Data's bookkeeping.
-@Suite("Apple's Core Data stores: open, read, save")
+@Suite("Apple's Core Data stores: open, read, save", .needsCoreDataFixtures)
 struct CoreDataStoreTests {
     @Test("every fixture store opens with the model that wrote it and counts each entity as its table does")
     func countsEqualTheRawTables() throws {

@@ -6,7 +6,7 @@ import ObjectGraph
 @testable import ObjectGraphCore
 
 /// `objectgraph inspect` and `objectgraph export` on copies of fixture stores.
-@Suite("objectgraph inspect and export")
+@Suite("objectgraph inspect and export", .needsCoreDataFixtures)
 struct CoreDataStoreToolTests {
     @Test("inspect prints the metadata, the cached model's match, each entity's count and the integrity check")
     func inspectAStore() throws {

@@ -197,7 +197,7 @@ struct StoredModelTests {
         #expect(try recorded().entityVersionHashesByName == first.entityVersionHashesByName)
     }
 
-    @Test("Apple's stores: the cached model where there is one, nil where there is none, the recorded hashes always")
+    @Test("Apple's stores: the cached model where there is one, nil where there is none, the recorded hashes always", .needsCoreDataFixtures)
     func applesStores() throws {
         for (fixture, store) in try CoreDataFixtures.stores() {
             let copy = try CoreDataFixtures.copyOfStore(store)

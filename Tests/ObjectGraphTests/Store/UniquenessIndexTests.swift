@@ -14,7 +14,7 @@ struct UniquenessIndexTests {
             .map { $0.replacingOccurrences(of: "\"", with: "") })
     }
 
-    @Test("a store created from a fixture's model has the UNIQUE indexes Apple's Core Data created for it")
+    @Test("a store created from a fixture's model has the UNIQUE indexes Apple's Core Data created for it", .needsCoreDataFixtures)
     func applesIndexes() throws {
         var compared = 0
         for (fixture, url) in try CoreDataFixtures.stores() where fixture.hasPrefix("coredataplus") {

@@ -2,11 +2,12 @@ import Foundation
 import Testing
 @testable import ObjectGraphCore
 
-/// A throwaway PostgreSQL cluster on 127.0.0.1, for the tests: `initdb` and `pg_ctl` from
-/// PostgreSQL 15's folder (as the `postgres` user when the tests run as root), a temporary data
-/// folder, a free port, trust authentication on loopback; stopped when the test process exits.
-/// With `OBJECTGRAPH_TEST_POSTGRES_URL` set (`postgres://user@host:port/database`), the tests use
-/// that server instead (and create their databases on it).
+/// A throwaway PostgreSQL cluster on 127.0.0.1, for the tests: `initdb` and `pg_ctl` of
+/// PostgreSQL 15 (as the `postgres` user when the tests run as root), a temporary data folder, a
+/// free port, trust authentication on loopback; stopped when the test process exits. The programs
+/// are looked for in `OBJECTGRAPH_TEST_POSTGRES_BIN` when it is set, else in Debian's folder, else
+/// on `PATH`. With `OBJECTGRAPH_TEST_POSTGRES_URL` set (`postgres://user@host:port/database`), the
+/// tests use that server instead (and create their databases on it).
 final class PostgresTestServer: Sendable {
     /// `postgres://user@127.0.0.1:port`, without a database.
     let serverURL: String
@@ -14,11 +15,43 @@ final class PostgresTestServer: Sendable {
     /// The data folder of a cluster the tests started; nil for a server they were given.
     let dataDirectory: URL?
 
-    static let binaries = URL(fileURLWithPath: "/usr/lib/postgresql/15/bin")
+    static let urlVariable = "OBJECTGRAPH_TEST_POSTGRES_URL"
+    static let binariesVariable = "OBJECTGRAPH_TEST_POSTGRES_BIN"
+    /// Where Debian's `postgresql` package puts PostgreSQL 15's programs.
+    static let debianBinaries = URL(fileURLWithPath: "/usr/lib/postgresql/15/bin")
+
+    /// The folder of `initdb`, `pg_ctl` and `psql`: `OBJECTGRAPH_TEST_POSTGRES_BIN`, else Debian's
+    /// folder, else the folder on `PATH` that has `initdb`; nil when none has it.
+    static let binariesFolder: URL? = {
+        let environment = ProcessInfo.processInfo.environment
+        let candidates: [URL]
+        if let given = environment[binariesVariable] {
+            candidates = [URL(fileURLWithPath: given)]
+        } else {
+            candidates = [debianBinaries] + (environment["PATH"] ?? "").split(separator: ":").map { URL(fileURLWithPath: String($0)) }
+        }
+        let initdb = candidates.lazy.map { $0.appendingPathComponent("initdb") }.first { FileManager.default.isExecutableFile(atPath: $0.path) }
+        // The folder of the program itself, where pg_ctl and psql are too (PATH may hold a link to it).
+        return initdb?.resolvingSymlinksInPath().deletingLastPathComponent()
+    }()
+
+    /// Whether the tests have a server: one given in `OBJECTGRAPH_TEST_POSTGRES_URL`, or PostgreSQL's
+    /// programs to start one.
+    static var isAvailable: Bool {
+        ProcessInfo.processInfo.environment[urlVariable] != nil || binariesFolder != nil
+    }
+
+    /// One of PostgreSQL's programs; throws, saying where it was looked for, when there is none.
+    static func program(_ name: String) throws -> String {
+        guard let folder = binariesFolder else {
+            throw ObjectGraphError(.io, "PostgreSQL's \(name) was not found (\(TestRequirements.postgresReason.rawValue))")
+        }
+        return folder.appendingPathComponent(name).path
+    }
 
     /// The server the suites share, started on first use.
     static let shared: Result<PostgresTestServer, any Error> = Result {
-        if let given = ProcessInfo.processInfo.environment["OBJECTGRAPH_TEST_POSTGRES_URL"], let url = URLComponents(string: given) {
+        if let given = ProcessInfo.processInfo.environment[urlVariable], let url = URLComponents(string: given) {
             var server = url
             server.path = ""
             return PostgresTestServer(serverURL: server.string ?? given, port: url.port ?? 5432, dataDirectory: nil)
@@ -38,7 +71,7 @@ final class PostgresTestServer: Sendable {
         let data = folder.appendingPathComponent("data")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         if geteuid() == 0 { try run("/bin/chown", ["-R", "postgres:postgres", folder.path]) }
-        try asServerUser(binaries.appendingPathComponent("initdb").path, ["-D", data.path, "-U", "postgres", "--auth=trust", "-E", "UTF8", "--locale=C.UTF-8", "--no-sync"])
+        try asServerUser(try program("initdb"), ["-D", data.path, "-U", "postgres", "--auth=trust", "-E", "UTF8", "--locale=C.UTF-8", "--no-sync"])
         let port = try freePort()
         let server = PostgresTestServer(serverURL: "postgres://postgres@127.0.0.1:\(port)", port: port, dataDirectory: data)
         try server.startServer()
@@ -51,7 +84,7 @@ final class PostgresTestServer: Sendable {
     /// removes its folder. (An `atexit` hook did not: test runners end in ways that skip it, and
     /// clusters were left running.)
     private static func watch(data: URL, folder: URL) throws {
-        let stop = (geteuid() == 0 ? "/usr/sbin/runuser -u postgres -- " : "") + binaries.appendingPathComponent("pg_ctl").path
+        let stop = (geteuid() == 0 ? "/usr/sbin/runuser -u postgres -- " : "") + (try program("pg_ctl"))
         let script = """
             ( trap '' HUP INT TERM; while kill -0 \(getpid()) 2>/dev/null; do sleep 1; done; \
             \(stop) -D '\(data.path)' -m immediate -w stop; rm -rf '\(folder.path)' ) </dev/null >/dev/null 2>&1 &
@@ -64,14 +97,14 @@ final class PostgresTestServer: Sendable {
         guard let data = dataDirectory else { return }
         let options = "-p \(port) -c listen_addresses=127.0.0.1 -k \(data.deletingLastPathComponent().path) -c fsync=off -c max_connections=200"
         try Self.asServerUser(
-            Self.binaries.appendingPathComponent("pg_ctl").path,
+            try Self.program("pg_ctl"),
             ["-D", data.path, "-o", options, "-l", data.deletingLastPathComponent().appendingPathComponent("log").path, "-w", "start"])
     }
 
     /// Stops the server (`fast`: its connections are closed, as when a server shuts down).
     func stopServer() throws {
         guard let data = dataDirectory else { return }
-        try Self.asServerUser(Self.binaries.appendingPathComponent("pg_ctl").path, ["-D", data.path, "-m", "fast", "-w", "stop"])
+        try Self.asServerUser(try Self.program("pg_ctl"), ["-D", data.path, "-m", "fast", "-w", "stop"])
     }
 
     /// A new, empty database on the server; its `postgres://` URL.
@@ -84,7 +117,8 @@ final class PostgresTestServer: Sendable {
     /// Runs SQL with `psql` on the `postgres` database (or `database`).
     @discardableResult
     func psql(_ sql: String, database: String = "postgres") throws -> String {
-        try Self.run("/usr/bin/psql", ["\(serverURL)/\(database)", "-X", "-q", "-t", "-A", "-v", "ON_ERROR_STOP=1", "-c", sql])
+        let psql = Self.binariesFolder.map { $0.appendingPathComponent("psql").path }.flatMap { FileManager.default.isExecutableFile(atPath: $0) ? $0 : nil }
+        return try Self.run(psql ?? "/usr/bin/psql", ["\(serverURL)/\(database)", "-X", "-q", "-t", "-A", "-v", "ON_ERROR_STOP=1", "-c", sql])
     }
 
     /// A free TCP port on 127.0.0.1 (the kernel's choice for port 0).

@@ -11,7 +11,14 @@ enum StoreKind: String, CaseIterable, CustomTestStringConvertible, Sendable {
 
     static var allCases: [StoreKind] { [.sqlite, .inMemory, .binary, .xml] }
     /// The local stores and PostgreSQL.
-    static let everyStore: [StoreKind] = allCases + [.postgres]
+    static let everyStore: [StoreKind] = allCases + postgresWhenAvailable
+    /// SQLite, in memory and PostgreSQL.
+    static let sqliteInMemoryAndPostgres: [StoreKind] = [.sqlite, .inMemory] + postgresWhenAvailable
+
+    /// PostgreSQL, when this run has it or requires it (``TestRequirements``). Without it the tests
+    /// parameterized over stores have no PostgreSQL case, and ``PostgreSQLCaseTests`` is skipped
+    /// with the reason.
+    private static var postgresWhenAvailable: [StoreKind] { TestRequirements.runsPostgresTests ? [.postgres] : [] }
 
     var testDescription: String { rawValue }
     var type: StoreType {
