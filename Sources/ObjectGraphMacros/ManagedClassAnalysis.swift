@@ -163,8 +163,8 @@ enum ManagedTypeShape {
         if let identifier = type.as(IdentifierTypeSyntax.self) {
             if ["Any", "AnyObject", "Self", "Void", "Never"].contains(identifier.name.text) { return false }
             return identifier.genericArgumentClause?.arguments.allSatisfy { argument in
-                guard case .type(let t) = argument.argument else { return true }
-                return isStorable(t)
+                guard let type = argument.typeArgument else { return true }
+                return isStorable(type)
             } ?? true
         }
         if let array = type.as(ArrayTypeSyntax.self) { return isStorable(array.element) }
@@ -180,7 +180,7 @@ enum ManagedTypeShape {
         if let array = type.as(ArrayTypeSyntax.self) { return array.element.trimmedDescription }
         if let identifier = type.as(IdentifierTypeSyntax.self) {
             if let arguments = identifier.genericArgumentClause?.arguments, arguments.count == 1,
-               ["Set", "Array", "Optional"].contains(identifier.name.text), case .type(let element) = arguments.first!.argument {
+               ["Set", "Array", "Optional"].contains(identifier.name.text), let element = arguments.first!.typeArgument {
                 return identifier.name.text == "Optional" ? destination(of: element) : element.trimmedDescription
             }
             return identifier.trimmedDescription
