@@ -29,7 +29,10 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
         .package(url: "https://github.com/apple/swift-metrics", from: "2.13.0"),
         .package(url: "https://github.com/apple/swift-distributed-tracing", from: "1.7.3"),
-        .package(url: "https://github.com/swiftlang/swift-syntax", "600.0.1"..<"604.0.0"),  // 600 (Swift 6.0) to 603 (Swift 6.3), the majors the macros build and pass their tests with (Scripts/check-swift-syntax runs both ends), so an app resolves beside other macro packages; 604 follows Swift 6.4, untested
+        // 600 (Swift 6.0) to 603 (Swift 6.3): the majors the macros build and pass their tests with
+        // (Scripts/check-swift-syntax runs both ends), so that an app resolves beside other macro
+        // packages; 604 follows Swift 6.4, untested.
+        .package(url: "https://github.com/swiftlang/swift-syntax", "600.0.1"..<"604.0.0"),
         // The PostgreSQL store's driver (ObjectGraphPostgres), and the SwiftNIO parts it names itself.
         .package(url: "https://github.com/vapor/postgres-nio", from: "1.33.2"),
         .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
