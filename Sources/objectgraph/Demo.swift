@@ -7,7 +7,7 @@ import Synchronization
 /// The seed scenario: a background import on private contexts, saved in batches, while the main
 /// queue keeps fetching and faulting; then the main queue's fetch latency during the import
 /// against idle, and the counts checked.
-struct Demo: ParsableCommand {
+struct Demo: ToolCommand {
     static let configuration = CommandConfiguration(
         abstract: "Import objects in the background into an SQLite store in a temporary folder while the main queue fetches; print latencies and check the counts.")
 
@@ -18,7 +18,11 @@ struct Demo: ParsableCommand {
 
     static let folderNames = ["Inbox", "Work", "Ideas", "Archive"]
 
-    func run() throws {
+    func validate() throws {
+        guard notes >= 0 else { throw ValidationError("--notes cannot be negative") }
+    }
+
+    func execute() throws {
         let (directory, url) = try temporaryStoreURL("demo")
         defer { if !keep { try? FileManager.default.removeItem(at: directory) } }
         print("ObjectGraph demo — SQLite store at \(url.path)")
@@ -75,7 +79,7 @@ struct Demo: ParsableCommand {
                         folders = folderIDs.map { context.object(with: $0) as! Folder }
                     }
                 } catch {
-                    failure.withLock { $0 = "\(context.name ?? "importer"): \(error)" }
+                    failure.withLock { $0 = "\(context.name ?? "importer"): \(CommandFailure.message(for: error))" }
                 }
             }
         }
@@ -89,7 +93,7 @@ struct Demo: ParsableCommand {
         }
         let importSeconds = Double(DispatchTime.now().uptimeNanoseconds - start.uptimeNanoseconds) / 1e9
         progress.finish(imported.load(ordering: .relaxed), seconds: importSeconds)
-        if let failure = failure.withLock({ $0 }) { throw ValidationError("the import failed: \(failure)") }
+        if let failure = failure.withLock({ $0 }) { throw CommandFailure("The import into \(url.path) failed: \(failure)") }
 
         // The same work with nothing else running.
         var idle: [Double] = []
@@ -120,7 +124,7 @@ struct Demo: ParsableCommand {
             let expectedHellos = (0..<total).count { $0 % 7 == 0 }
             print("counts: \(count) notes (expected \(total)), \(inFolders) in folders, \(hellos) titled Hello (expected \(expectedHellos))")
             guard count == total, inFolders == total, hellos == expectedHellos else {
-                throw ValidationError("the counts do not match")
+                throw CommandFailure("The counts in \(url.path) do not match: \(count) notes (expected \(total)), \(inFolders) in folders, \(hellos) titled Hello (expected \(expectedHellos))")
             }
         }
         try Self.threeLevelStack(coordinator)
@@ -162,7 +166,7 @@ struct Demo: ParsableCommand {
         try main.saveChainNow()  // main → root → store
         let afterChain = try stored()
         print("three-level stack: the worker pushed \(inMain) notes into main (\(beforeChain) in the store); after saving the chain, \(afterChain) in the store")
-        guard inMain == count, beforeChain == 0, afterChain == count else { throw ValidationError("the three-level stack lost changes") }
+        guard inMain == count, beforeChain == 0, afterChain == count else { throw CommandFailure("The three-level stack lost changes: \(inMain) notes in main of \(count), \(beforeChain) in the store before saving the chain (0 expected) and \(afterChain) after") }
     }
 
     /// One main-queue fetch of 20 notes by an indexed attribute, faulting in their titles and folders.

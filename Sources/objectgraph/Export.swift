@@ -4,7 +4,7 @@ import ObjectGraphCore
 
 /// `objectgraph export STORE --model MODEL --json`: every object of a Core Data SQLite store as
 /// JSON, streamed (a page of objects at a time), with a progress bar on a terminal.
-struct Export: ParsableCommand {
+struct Export: ToolCommand {
     static let configuration = CommandConfiguration(
         abstract: "Write every object of a Core Data SQLite store as JSON.",
         discussion: """
@@ -25,7 +25,7 @@ struct Export: ParsableCommand {
         guard page > 0 else { throw ValidationError("--page must be positive") }
     }
 
-    func run() throws {
+    func execute() throws {
         let url = URL(fileURLWithPath: store)
         let loaded = try model.map { try ManagedObjectModel(contentsOf: URL(fileURLWithPath: $0)) } ?? ManagedObjectModel(contentsOfStoreAt: url)
         let coordinator = PersistentStoreCoordinator(managedObjectModel: loaded)
@@ -43,7 +43,7 @@ struct Export: ParsableCommand {
 
         let sink: FileHandle
         if let output {
-            guard FileManager.default.createFile(atPath: output, contents: nil) else { throw ValidationError("Cannot create \(output)") }
+            try Data().write(to: URL(fileURLWithPath: output))  // a failure names the file and says why
             sink = try FileHandle(forWritingTo: URL(fileURLWithPath: output))
         } else {
             sink = FileHandle.standardOutput
