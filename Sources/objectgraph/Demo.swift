@@ -85,14 +85,15 @@ struct Demo: ToolCommand {
         }
 
         // The main queue keeps fetching and faulting while the import runs.
-        let progress = ProgressBar(total: total)
+        let progress = TerminalProgress()
         var during: [Double] = []
         while group.wait(timeout: .now()) == .timedOut {
             during.append(try Self.fetchAndFault(main, iteration: during.count))
-            progress.update(imported.load(ordering: .relaxed))
+            progress.show(imported.load(ordering: .relaxed), of: total, "importing")
         }
         let importSeconds = Double(DispatchTime.now().uptimeNanoseconds - start.uptimeNanoseconds) / 1e9
-        progress.finish(imported.load(ordering: .relaxed), seconds: importSeconds)
+        progress.show(imported.load(ordering: .relaxed), of: total, "importing")
+        progress.finish()
         if let failure = failure.withLock({ $0 }) { throw CommandFailure("The import into \(url.path) failed: \(failure)") }
 
         // The same work with nothing else running.
@@ -195,34 +196,5 @@ struct Demo: ToolCommand {
         let p50 = percentile(values, 0.5) ?? 0, p99 = percentile(values, 0.99) ?? 0, max = values.max() ?? 0
         return label.padding(toLength: 15, withPad: " ", startingAt: 0)
             + String(format: "%7d %8.2f %8.2f %8.2f", values.count, p50, p99, max)
-    }
-}
-
-/// A one-line progress bar on a terminal; a line every 10% otherwise.
-final class ProgressBar {
-    let total: Int
-    let isTerminal = isatty(STDOUT_FILENO) != 0
-    var lastPrinted = -1
-    var lastDraw = DispatchTime.now()
-
-    init(total: Int) { self.total = total }
-
-    func update(_ done: Int) {
-        let percent = total == 0 ? 100 : done * 100 / total
-        if isTerminal {
-            guard DispatchTime.now().uptimeNanoseconds - lastDraw.uptimeNanoseconds > 100_000_000 else { return }
-            lastDraw = .now()
-            let width = 40, filled = width * percent / 100
-            print("\r[" + String(repeating: "#", count: filled) + String(repeating: "-", count: width - filled) + "] \(percent)% \(done)/\(total)", terminator: "")
-            fflush(nil)
-        } else if percent / 10 > lastPrinted / 10 {
-            lastPrinted = percent
-            print("imported \(done)/\(total) (\(percent)%)")
-        }
-    }
-
-    func finish(_ done: Int, seconds: Double) {
-        if isTerminal { print("\r[" + String(repeating: "#", count: 40) + "] 100% \(done)/\(total)") }
-        else { print("imported \(done)/\(total) (100%)") }
     }
 }

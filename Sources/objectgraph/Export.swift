@@ -49,8 +49,9 @@ struct Export: ToolCommand {
             sink = FileHandle.standardOutput
         }
         defer { if output != nil { try? sink.close() } }
-        var progress = ExportProgress(total: total, enabled: isatty(STDERR_FILENO) != 0)
+        let progress = TerminalProgress()
         var buffer = Data("[".utf8)
+        var written = 0
         var first = true
         for entity in entities where counts[entity.name, default: 0] > 0 {
             var offset = 0
@@ -67,7 +68,8 @@ struct Export: ToolCommand {
                 }
                 try sink.write(contentsOf: buffer)
                 buffer.removeAll(keepingCapacity: true)
-                progress.advance(by: objects.count)
+                written += objects.count
+                progress.show(written, of: total, "exporting")
                 context.reset()  // the page is written: let its objects go
                 if objects.count < page { break }
                 offset += page
@@ -123,33 +125,5 @@ struct Export: ToolCommand {
         case let v as [String: Any]: return v.mapValues(jsonValue)
         case let v?: return "\(v)"
         }
-    }
-}
-
-/// A one-line progress bar on standard error.
-struct ExportProgress {
-    let total: Int
-    let enabled: Bool
-    private var done = 0
-    private var drawn = -1
-
-    init(total: Int, enabled: Bool) {
-        self.total = total
-        self.enabled = enabled
-    }
-
-    mutating func advance(by count: Int) {
-        done += count
-        guard enabled, total > 0 else { return }
-        let percent = min(100, done * 100 / total)
-        guard percent != drawn else { return }
-        drawn = percent
-        let filled = percent * 30 / 100
-        let bar = String(repeating: "#", count: filled) + String(repeating: "-", count: 30 - filled)
-        FileHandle.standardError.write(Data("\r[\(bar)] \(percent)% \(done)/\(total) objects".utf8))
-    }
-
-    func finish() {
-        if enabled && total > 0 { FileHandle.standardError.write(Data("\n".utf8)) }
     }
 }

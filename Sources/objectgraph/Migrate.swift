@@ -4,7 +4,8 @@ import ObjectGraphCore
 
 /// `objectgraph migrate STORE --model NEW [--from OLD ...] [--dry-run]`: migrates a store to a new
 /// model version, printing the plan (with the SQL on SQLite) and the rows per entity before and after
-/// on standard output, and a failure on standard error with exit status 1.
+/// on standard output; the progress bar goes to standard error when it is a terminal, and a failure
+/// to standard error with exit status 1.
 struct Migrate: ToolCommand {
     static let configuration = CommandConfiguration(
         abstract: "Migrate a store to a new model version (lightweight, inferred), all or nothing.",
@@ -12,7 +13,9 @@ struct Migrate: ToolCommand {
             The store's own model is found among --from models, among the versions of --model when it is an \
             .xcdatamodeld, or (SQLite) in the store itself (Core Data's Z_MODELCACHE). With --from given several \
             times, the store migrates through each version after its own, in order. With --dry-run, the plan \
-            is printed and nothing is written. A migration that cannot run leaves the store as it was and exits with 1.
+            is printed and nothing is written. The plan and the counts are printed on standard output; a progress bar \
+            is drawn on standard error when it is a terminal. A migration that cannot run leaves the store as it was, \
+            says why on standard error and exits with 1.
             """)
 
     @Argument(help: "The store file (.sqlite, or a binary or XML store).") var store: String
@@ -67,18 +70,17 @@ struct Migrate: ToolCommand {
         }
         let before = try counts(url, storeType, model: plan.steps[0].sourceModel, options: [PersistentStoreOption.readOnly: true])
         print("Migrating…")
+        let bar = TerminalProgress()
         let elapsed: Double
         do {
             elapsed = try seconds {
                 try PersistentStoreCoordinator.migrateStore(at: url, type: storeType, to: newModel, options: options) { progress in
-                    let width = 30, filled = progress.total == 0 ? width : width * progress.completed / progress.total
-                    let bar = String(repeating: "#", count: filled) + String(repeating: "-", count: width - filled)
-                    let line = "  step \(progress.step)/\(progress.steps) [\(bar)] \(progress.completed)/\(progress.total)"
-                    print(line, terminator: progress.completed == progress.total ? "\n" : "\r")
-                    fflush(nil)
+                    bar.show(progress.completed, of: progress.total, "  step \(progress.step)/\(progress.steps)")
+                    if progress.completed >= progress.total { bar.finish() }
                 }
             }
         } catch {
+            bar.finish()
             throw CommandFailure("The migration of \(url.path) failed and the store was left as it was", because: error)
         }
         let after = try counts(url, storeType, model: newModel, options: [:])

@@ -2,9 +2,6 @@ import ArgumentParser
 import Foundation
 import GRDB
 import ObjectGraphCore
-#if canImport(Glibc)
-import Glibc
-#endif
 
 /// `objectgraph verify STORE`: SQLite's integrity check and the invariants of Core Data's layout
 /// (versions, entity numbers, `Z_MAX`, to-ones and join tables pointing at rows). Reads only.
@@ -83,27 +80,5 @@ struct Checkpoint: ToolCommand {
             print("Checkpointed \(url.path): \(result.framesCheckpointed) of \(result.framesInLog) log frames moved; log \(result.walBytesBefore) → \(result.walBytesAfter) bytes\(result.busy ? " (busy: another connection kept part of the log)" : "")")
         }
         if result.busy { throw ExitCode(1) }
-    }
-}
-
-/// A progress bar on standard error, drawn only when it is a terminal.
-final class TerminalProgress {
-    private let enabled: Bool
-    private var drawn = false
-
-    init(enabled: Bool) {
-        self.enabled = enabled && isatty(2) != 0
-    }
-
-    func show(_ done: Int, of total: Int, _ label: String) {
-        guard enabled else { return }
-        let width = 30, filled = total == 0 ? width : width * min(done, total) / total
-        let bar = String(repeating: "#", count: filled) + String(repeating: "-", count: width - filled)
-        FileHandle.standardError.write(Data("\r\(label) [\(bar)] \(done)/\(total)".utf8))
-        drawn = true
-    }
-
-    func finish() {
-        if drawn { FileHandle.standardError.write(Data("\n".utf8)) }
     }
 }
