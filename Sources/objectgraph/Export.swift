@@ -2,8 +2,8 @@ import ArgumentParser
 import Foundation
 import ObjectGraphCore
 
-/// `objectgraph export STORE --model MODEL --json`: every object of a Core Data SQLite store as
-/// JSON, streamed (a page of objects at a time), with a progress bar on a terminal.
+/// `objectgraph export STORE [--model MODEL]`: every object of a Core Data SQLite store as JSON,
+/// streamed (a page of objects at a time), with a progress bar on standard error when it is a terminal.
 struct Export: ToolCommand {
     static let configuration = CommandConfiguration(
         abstract: "Write every object of a Core Data SQLite store as JSON.",
@@ -16,12 +16,11 @@ struct Export: ToolCommand {
 
     @Argument(help: "The store's .sqlite file (its -wal and -shm beside it are read too).") var store: String
     @Option(help: "The model: an .xcdatamodeld, .xcdatamodel, .momd or .mom (default: the model cached in the store).") var model: String?
-    @Flag(help: "Write JSON (the only format).") var json = false
+    @Flag(help: "Write JSON: the default and only format, so the flag may be left out.") var json = false
     @Option(help: "Write to this file instead of standard output.") var output: String?
     @Option(help: "How many objects are read at a time.") var page = 1_000
 
     func validate() throws {
-        guard json else { throw ValidationError("Say --json: JSON is the format export writes") }
         guard page > 0 else { throw ValidationError("--page must be positive") }
     }
 
