@@ -100,7 +100,7 @@ struct CommandLineToolTests {
         #expect(match.1 == notAFolder.path)
     }
 
-    @Test("export writes JSON on standard output without --json, and the same with it")
+    @Test("export writes JSON on standard output without --json, and the same with it", .needsCoreDataFixtures)
     func exportWritesJSONWithoutTheFlag() throws {
         let copy = try CoreDataFixtures.copyOfStore(try CoreDataFixtures.url("artsy-folio/stores/ArtsyPartner_1.4.sqlite"))
         defer { try? FileManager.default.removeItem(at: copy.deletingLastPathComponent()) }
@@ -119,7 +119,8 @@ struct CommandLineToolTests {
         #expect(flagged.output == plain.output)
     }
 
-    @Test("migrate with standard error not a terminal prints no progress bar: the plan and counts on standard output, nothing on standard error")
+    @Test("migrate with standard error not a terminal prints no progress bar: the plan and counts on standard output, nothing on standard error",
+          .needsCoreDataFixtures)
     func migrateDrawsNoProgressOffATerminal() throws {
         let store = try CoreDataFixtures.copyOfStore(try CoreDataFixtures.url("coredataplus-samplemodel/stores/SampleModel_V1.sqlite"))
         defer { try? FileManager.default.removeItem(at: store.deletingLastPathComponent()) }
@@ -133,7 +134,8 @@ struct CommandLineToolTests {
         #expect(result.output.range(of: #"\[[#-]+\]"#, options: .regularExpression) == nil, "a progress bar in:\n\(result.output)")
     }
 
-    @Test("migrate of a file that is not a database exits with 1, its error on standard error and nothing on standard output")
+    @Test("migrate of a file that is not a database exits with 1, its error on standard error and nothing on standard output",
+          .needsCoreDataFixtures)
     func migrateReportsErrorsOnStandardError() throws {
         let directory = TemporaryDirectory()
         let text = try Self.textFile(in: directory)
