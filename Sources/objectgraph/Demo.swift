@@ -7,7 +7,7 @@ import Synchronization
 /// The seed scenario: a background import on private contexts, saved in batches, while the main
 /// queue keeps fetching and faulting; then the main queue's fetch latency during the import
 /// against idle, and the counts checked.
-struct Demo: ParsableCommand {
+struct Demo: ToolCommand {
     static let configuration = CommandConfiguration(
         abstract: "Import objects in the background into an SQLite store in a temporary folder while the main queue fetches; print latencies and check the counts.")
 
@@ -18,7 +18,11 @@ struct Demo: ParsableCommand {
 
     static let folderNames = ["Inbox", "Work", "Ideas", "Archive"]
 
-    func run() throws {
+    func validate() throws {
+        guard notes >= 0 else { throw ValidationError("--notes cannot be negative") }
+    }
+
+    func execute() throws {
         let (directory, url) = try temporaryStoreURL("demo")
         defer { if !keep { try? FileManager.default.removeItem(at: directory) } }
         print("ObjectGraph demo — SQLite store at \(url.path)")
@@ -75,21 +79,22 @@ struct Demo: ParsableCommand {
                         folders = folderIDs.map { context.object(with: $0) as! Folder }
                     }
                 } catch {
-                    failure.withLock { $0 = "\(context.name ?? "importer"): \(error)" }
+                    failure.withLock { $0 = "\(context.name ?? "importer"): \(CommandFailure.message(for: error))" }
                 }
             }
         }
 
         // The main queue keeps fetching and faulting while the import runs.
-        let progress = ProgressBar(total: total)
+        let progress = TerminalProgress()
         var during: [Double] = []
         while group.wait(timeout: .now()) == .timedOut {
             during.append(try Self.fetchAndFault(main, iteration: during.count))
-            progress.update(imported.load(ordering: .relaxed))
+            progress.show(imported.load(ordering: .relaxed), of: total, "importing")
         }
         let importSeconds = Double(DispatchTime.now().uptimeNanoseconds - start.uptimeNanoseconds) / 1e9
-        progress.finish(imported.load(ordering: .relaxed), seconds: importSeconds)
-        if let failure = failure.withLock({ $0 }) { throw ValidationError("the import failed: \(failure)") }
+        progress.show(imported.load(ordering: .relaxed), of: total, "importing")
+        progress.finish()
+        if let failure = failure.withLock({ $0 }) { throw CommandFailure("The import into \(url.path) failed: \(failure)") }
 
         // The same work with nothing else running.
         var idle: [Double] = []
@@ -120,7 +125,7 @@ struct Demo: ParsableCommand {
             let expectedHellos = (0..<total).count { $0 % 7 == 0 }
             print("counts: \(count) notes (expected \(total)), \(inFolders) in folders, \(hellos) titled Hello (expected \(expectedHellos))")
             guard count == total, inFolders == total, hellos == expectedHellos else {
-                throw ValidationError("the counts do not match")
+                throw CommandFailure("The counts in \(url.path) do not match: \(count) notes (expected \(total)), \(inFolders) in folders, \(hellos) titled Hello (expected \(expectedHellos))")
             }
         }
         try Self.threeLevelStack(coordinator)
@@ -162,7 +167,7 @@ struct Demo: ParsableCommand {
         try main.saveChainNow()  // main → root → store
         let afterChain = try stored()
         print("three-level stack: the worker pushed \(inMain) notes into main (\(beforeChain) in the store); after saving the chain, \(afterChain) in the store")
-        guard inMain == count, beforeChain == 0, afterChain == count else { throw ValidationError("the three-level stack lost changes") }
+        guard inMain == count, beforeChain == 0, afterChain == count else { throw CommandFailure("The three-level stack lost changes: \(inMain) notes in main of \(count), \(beforeChain) in the store before saving the chain (0 expected) and \(afterChain) after") }
     }
 
     /// One main-queue fetch of 20 notes by an indexed attribute, faulting in their titles and folders.
@@ -191,34 +196,5 @@ struct Demo: ParsableCommand {
         let p50 = percentile(values, 0.5) ?? 0, p99 = percentile(values, 0.99) ?? 0, max = values.max() ?? 0
         return label.padding(toLength: 15, withPad: " ", startingAt: 0)
             + String(format: "%7d %8.2f %8.2f %8.2f", values.count, p50, p99, max)
-    }
-}
-
-/// A one-line progress bar on a terminal; a line every 10% otherwise.
-final class ProgressBar {
-    let total: Int
-    let isTerminal = isatty(STDOUT_FILENO) != 0
-    var lastPrinted = -1
-    var lastDraw = DispatchTime.now()
-
-    init(total: Int) { self.total = total }
-
-    func update(_ done: Int) {
-        let percent = total == 0 ? 100 : done * 100 / total
-        if isTerminal {
-            guard DispatchTime.now().uptimeNanoseconds - lastDraw.uptimeNanoseconds > 100_000_000 else { return }
-            lastDraw = .now()
-            let width = 40, filled = width * percent / 100
-            print("\r[" + String(repeating: "#", count: filled) + String(repeating: "-", count: width - filled) + "] \(percent)% \(done)/\(total)", terminator: "")
-            fflush(nil)
-        } else if percent / 10 > lastPrinted / 10 {
-            lastPrinted = percent
-            print("imported \(done)/\(total) (\(percent)%)")
-        }
-    }
-
-    func finish(_ done: Int, seconds: Double) {
-        if isTerminal { print("\r[" + String(repeating: "#", count: 40) + "] 100% \(done)/\(total)") }
-        else { print("imported \(done)/\(total) (100%)") }
     }
 }

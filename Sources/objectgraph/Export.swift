@@ -2,9 +2,9 @@ import ArgumentParser
 import Foundation
 import ObjectGraphCore
 
-/// `objectgraph export STORE --model MODEL --json`: every object of a Core Data SQLite store as
-/// JSON, streamed (a page of objects at a time), with a progress bar on a terminal.
-struct Export: ParsableCommand {
+/// `objectgraph export STORE [--model MODEL]`: every object of a Core Data SQLite store as JSON,
+/// streamed (a page of objects at a time), with a progress bar on standard error when it is a terminal.
+struct Export: ToolCommand {
     static let configuration = CommandConfiguration(
         abstract: "Write every object of a Core Data SQLite store as JSON.",
         discussion: """
@@ -16,16 +16,15 @@ struct Export: ParsableCommand {
 
     @Argument(help: "The store's .sqlite file (its -wal and -shm beside it are read too).") var store: String
     @Option(help: "The model: an .xcdatamodeld, .xcdatamodel, .momd or .mom (default: the model cached in the store).") var model: String?
-    @Flag(help: "Write JSON (the only format).") var json = false
+    @Flag(help: "Write JSON: the default and only format, so the flag may be left out.") var json = false
     @Option(help: "Write to this file instead of standard output.") var output: String?
     @Option(help: "How many objects are read at a time.") var page = 1_000
 
     func validate() throws {
-        guard json else { throw ValidationError("Say --json: JSON is the format export writes") }
         guard page > 0 else { throw ValidationError("--page must be positive") }
     }
 
-    func run() throws {
+    func execute() throws {
         let url = URL(fileURLWithPath: store)
         let loaded = try model.map { try ManagedObjectModel(contentsOf: URL(fileURLWithPath: $0)) } ?? ManagedObjectModel(contentsOfStoreAt: url)
         let coordinator = PersistentStoreCoordinator(managedObjectModel: loaded)
@@ -43,14 +42,15 @@ struct Export: ParsableCommand {
 
         let sink: FileHandle
         if let output {
-            guard FileManager.default.createFile(atPath: output, contents: nil) else { throw ValidationError("Cannot create \(output)") }
+            try Data().write(to: URL(fileURLWithPath: output))  // a failure names the file and says why
             sink = try FileHandle(forWritingTo: URL(fileURLWithPath: output))
         } else {
             sink = FileHandle.standardOutput
         }
         defer { if output != nil { try? sink.close() } }
-        var progress = ExportProgress(total: total, enabled: isatty(STDERR_FILENO) != 0)
+        let progress = TerminalProgress()
         var buffer = Data("[".utf8)
+        var written = 0
         var first = true
         for entity in entities where counts[entity.name, default: 0] > 0 {
             var offset = 0
@@ -67,7 +67,8 @@ struct Export: ParsableCommand {
                 }
                 try sink.write(contentsOf: buffer)
                 buffer.removeAll(keepingCapacity: true)
-                progress.advance(by: objects.count)
+                written += objects.count
+                progress.show(written, of: total, "exporting")
                 context.reset()  // the page is written: let its objects go
                 if objects.count < page { break }
                 offset += page
@@ -123,33 +124,5 @@ struct Export: ParsableCommand {
         case let v as [String: Any]: return v.mapValues(jsonValue)
         case let v?: return "\(v)"
         }
-    }
-}
-
-/// A one-line progress bar on standard error.
-struct ExportProgress {
-    let total: Int
-    let enabled: Bool
-    private var done = 0
-    private var drawn = -1
-
-    init(total: Int, enabled: Bool) {
-        self.total = total
-        self.enabled = enabled
-    }
-
-    mutating func advance(by count: Int) {
-        done += count
-        guard enabled, total > 0 else { return }
-        let percent = min(100, done * 100 / total)
-        guard percent != drawn else { return }
-        drawn = percent
-        let filled = percent * 30 / 100
-        let bar = String(repeating: "#", count: filled) + String(repeating: "-", count: 30 - filled)
-        FileHandle.standardError.write(Data("\r[\(bar)] \(percent)% \(done)/\(total) objects".utf8))
-    }
-
-    func finish() {
-        if enabled && total > 0 { FileHandle.standardError.write(Data("\n".utf8)) }
     }
 }

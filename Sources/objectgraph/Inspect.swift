@@ -6,7 +6,7 @@ import ObjectGraphCore
 /// `objectgraph inspect STORE [--model MODEL]`: a Core Data SQLite store's metadata, the model that
 /// wrote it, its entities with their counts, and an integrity check. Reads only: the store is
 /// opened read-only.
-struct Inspect: ParsableCommand {
+struct Inspect: ToolCommand {
     static let configuration = CommandConfiguration(
         abstract: "Print a Core Data SQLite store's metadata, model version, entities with counts, and check its integrity.",
         discussion: """
@@ -18,7 +18,7 @@ struct Inspect: ParsableCommand {
     @Argument(help: "The store's .sqlite file (its -wal and -shm beside it are read too).") var store: String
     @Option(help: "The model: an .xcdatamodeld, .xcdatamodel, .momd or .mom.") var model: String?
 
-    func run() throws {
+    func execute() throws {
         let url = URL(fileURLWithPath: store)
         let file = try StoreFile.read(url)
         print("Store: \(url.path)")
@@ -85,17 +85,31 @@ struct StoreFile {
     var integrity: String
     var bookkeepingWarnings: [String]
 
+    /// Reads the store at `url`: its metadata, integrity and key bookkeeping.
+    ///
+    /// - Throws: ``CommandFailure`` naming the file when there is none, when it is not an SQLite
+    ///   database or not a Core Data store, or when SQLite cannot read it.
     static func read(_ url: URL) throws -> StoreFile {
         guard FileManager.default.fileExists(atPath: url.path) else {
-            throw ValidationError("There is no file at \(url.path)")
+            throw CommandFailure("There is no file at \(url.path)")
         }
+        do {
+            return try readDatabase(url)
+        } catch let error as DatabaseError where error.resultCode == .SQLITE_NOTADB {
+            throw CommandFailure("\(url.path) is not an SQLite database")
+        } catch let error as DatabaseError {
+            throw CommandFailure("Cannot read \(url.path)", because: error)
+        }
+    }
+
+    private static func readDatabase(_ url: URL) throws -> StoreFile {
         var configuration = Configuration()
         configuration.readonly = true
         let queue = try DatabaseQueue(path: url.path, configuration: configuration)
         defer { try? queue.close() }
         return try queue.read { db in
             guard try db.tableExists("Z_METADATA") else {
-                throw ValidationError("\(url.path) is not a Core Data store: it has no Z_METADATA table")
+                throw CommandFailure("\(url.path) is not a Core Data store: it has no Z_METADATA table")
             }
             let row = try Row.fetchOne(db, sql: "SELECT Z_UUID, Z_PLIST FROM Z_METADATA ORDER BY Z_VERSION LIMIT 1")
             let plist: Data? = row?["Z_PLIST"]

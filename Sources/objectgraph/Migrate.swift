@@ -3,15 +3,19 @@ import Foundation
 import ObjectGraphCore
 
 /// `objectgraph migrate STORE --model NEW [--from OLD ...] [--dry-run]`: migrates a store to a new
-/// model version, printing the plan (with the SQL on SQLite) and the rows per entity before and after.
-struct Migrate: ParsableCommand {
+/// model version, printing the plan (with the SQL on SQLite) and the rows per entity before and after
+/// on standard output; the progress bar goes to standard error when it is a terminal, and a failure
+/// to standard error with exit status 1.
+struct Migrate: ToolCommand {
     static let configuration = CommandConfiguration(
         abstract: "Migrate a store to a new model version (lightweight, inferred), all or nothing.",
         discussion: """
             The store's own model is found among --from models, among the versions of --model when it is an \
             .xcdatamodeld, or (SQLite) in the store itself (Core Data's Z_MODELCACHE). With --from given several \
             times, the store migrates through each version after its own, in order. With --dry-run, the plan \
-            is printed and nothing is written. A migration that cannot run leaves the store as it was and exits with 1.
+            is printed and nothing is written. The plan and the counts are printed on standard output; a progress bar \
+            is drawn on standard error when it is a terminal. A migration that cannot run leaves the store as it was, \
+            says why on standard error and exits with 1.
             """)
 
     @Argument(help: "The store file (.sqlite, or a binary or XML store).") var store: String
@@ -20,9 +24,15 @@ struct Migrate: ParsableCommand {
     @Option(help: "The store type: sqlite, binary or xml (default: from the file's extension, else sqlite).") var type: String?
     @Flag(help: "Print the plan without migrating.") var dryRun = false
 
-    func run() throws {
+    func validate() throws {
+        if let type, Self.storeType(named: type) == nil {
+            throw ValidationError("Unknown store type '\(type)': use sqlite, binary or xml")
+        }
+    }
+
+    func execute() throws {
         let url = URL(fileURLWithPath: store)
-        let storeType = try resolvedType(url)
+        let storeType = type.flatMap(Self.storeType(named:)) ?? Self.storeType(named: url.pathExtension) ?? .sqlite
         let newModel = try ManagedObjectModel(contentsOf: URL(fileURLWithPath: model))
         var versions = try from.map { try ManagedObjectModel(contentsOf: URL(fileURLWithPath: $0)) }
         if versions.isEmpty, model.hasSuffix(".xcdatamodeld"), storeType == .sqlite {
@@ -41,14 +51,13 @@ struct Migrate: ParsableCommand {
         if !versions.isEmpty {
             options[PersistentStoreOption.stagedMigrationManager] = StagedMigrationManager([LightweightMigrationStage(versions + [newModel])])
         }
-        print("Store: \(url.path) (\(storeType))")
         let plan: MigrationPlan
         do {
             plan = try PersistentStoreCoordinator.migrationPlan(forStoreAt: url, type: storeType, to: newModel, options: options)
         } catch {
-            print("Cannot migrate: \(error)")
-            throw ExitCode(1)
+            throw CommandFailure("Cannot migrate \(url.path)", because: error)
         }
+        print("Store: \(url.path) (\(storeType))")
         if plan.steps.isEmpty {
             print("The store already has this model: nothing to do.")
             return
@@ -61,20 +70,18 @@ struct Migrate: ParsableCommand {
         }
         let before = try counts(url, storeType, model: plan.steps[0].sourceModel, options: [PersistentStoreOption.readOnly: true])
         print("Migrating…")
+        let bar = TerminalProgress()
         let elapsed: Double
         do {
             elapsed = try seconds {
                 try PersistentStoreCoordinator.migrateStore(at: url, type: storeType, to: newModel, options: options) { progress in
-                    let width = 30, filled = progress.total == 0 ? width : width * progress.completed / progress.total
-                    let bar = String(repeating: "#", count: filled) + String(repeating: "-", count: width - filled)
-                    let line = "  step \(progress.step)/\(progress.steps) [\(bar)] \(progress.completed)/\(progress.total)"
-                    print(line, terminator: progress.completed == progress.total ? "\n" : "\r")
-                    fflush(nil)
+                    bar.show(progress.completed, of: progress.total, "  step \(progress.step)/\(progress.steps)")
+                    if progress.completed >= progress.total { bar.finish() }
                 }
             }
         } catch {
-            print("Migration failed, the store was left as it was: \(error)")
-            throw ExitCode(1)
+            bar.finish()
+            throw CommandFailure("The migration of \(url.path) failed and the store was left as it was", because: error)
         }
         let after = try counts(url, storeType, model: newModel, options: [:])
         print(String(format: "Migrated in %.2f s.", elapsed))
@@ -84,14 +91,14 @@ struct Migrate: ParsableCommand {
         }
     }
 
-    private func resolvedType(_ url: URL) throws -> StoreType {
-        switch (type ?? url.pathExtension).lowercased() {
+    /// The store type a `--type` value or a file extension names: `sqlite` (also `sqlite3`, `db` and
+    /// no extension), `binary` (also `bin`) or `xml`; `nil` for any other.
+    static func storeType(named name: String) -> StoreType? {
+        switch name.lowercased() {
         case "xml": return .xml
         case "binary", "bin": return .binary
         case "sqlite", "sqlite3", "db", "": return .sqlite
-        case let other:
-            if type == nil { return .sqlite }
-            throw ValidationError("Unknown store type '\(other)': use sqlite, binary or xml")
+        default: return nil
         }
     }
 

@@ -4,9 +4,13 @@ import ObjectGraphCore
 
 @main
 struct ObjectGraphCommand: ParsableCommand {
+    /// The tool's version, printed by `objectgraph --version`: change it here at a release.
+    static let version = "0.1.0"
+
     static let configuration = CommandConfiguration(
         commandName: "objectgraph",
         abstract: "Core Data's object graph, in Swift, on Linux.",
+        version: version,
         subcommands: [Demo.self, Misuse.self, Crash.self, Hostile.self, Inspect.self, Export.self, Migrate.self, Verify.self, Vacuum.self, Checkpoint.self])
 }
 

@@ -2,13 +2,10 @@ import ArgumentParser
 import Foundation
 import GRDB
 import ObjectGraphCore
-#if canImport(Glibc)
-import Glibc
-#endif
 
 /// `objectgraph verify STORE`: SQLite's integrity check and the invariants of Core Data's layout
 /// (versions, entity numbers, `Z_MAX`, to-ones and join tables pointing at rows). Reads only.
-struct Verify: ParsableCommand {
+struct Verify: ToolCommand {
     static let configuration = CommandConfiguration(
         abstract: "Check a Core Data SQLite store: integrity, versions, entity numbers, Z_MAX, to-ones and join tables.",
         discussion: "Reads only. Exits with 1 when anything is wrong. Without --model, the model cached in the store (Z_MODELCACHE) is used.")
@@ -17,7 +14,7 @@ struct Verify: ParsableCommand {
     @Option(help: "The model: an .xcdatamodeld, .xcdatamodel, .momd or .mom.") var model: String?
     @Flag(help: "Print the result as JSON.") var json = false
 
-    func run() throws {
+    func execute() throws {
         let url = URL(fileURLWithPath: store)
         let loaded = try model.map { try ManagedObjectModel(contentsOf: URL(fileURLWithPath: $0)) } ?? ManagedObjectModel(contentsOfStoreAt: url)
         let bar = TerminalProgress(enabled: !json)
@@ -40,7 +37,7 @@ struct Verify: ParsableCommand {
 }
 
 /// `objectgraph vacuum STORE`: rebuilds the file without its free pages.
-struct Vacuum: ParsableCommand {
+struct Vacuum: ToolCommand {
     static let configuration = CommandConfiguration(
         abstract: "Rebuild an SQLite store without its free pages (SQLite's VACUUM), after checkpointing its write-ahead log.",
         discussion: "Takes the store's write lock for as long as it runs: run it while no program writes the store.")
@@ -48,7 +45,7 @@ struct Vacuum: ParsableCommand {
     @Argument(help: "The store's .sqlite file.") var store: String
     @Flag(help: "Print the result as JSON.") var json = false
 
-    func run() throws {
+    func execute() throws {
         let url = URL(fileURLWithPath: store)
         let bar = TerminalProgress(enabled: !json)
         let result = try StoreTools.vacuum(at: url) { done, total in bar.show(done, of: total, "vacuuming") }
@@ -62,7 +59,7 @@ struct Vacuum: ParsableCommand {
 }
 
 /// `objectgraph checkpoint STORE`: moves the write-ahead log into the database and truncates it.
-struct Checkpoint: ParsableCommand {
+struct Checkpoint: ToolCommand {
     static let configuration = CommandConfiguration(
         abstract: "Move an SQLite store's write-ahead log into the database and truncate the log (wal_checkpoint(TRUNCATE)).",
         discussion: "Exits with 1 when a reader or writer of another program kept part of the log (busy).")
@@ -70,7 +67,7 @@ struct Checkpoint: ParsableCommand {
     @Argument(help: "The store's .sqlite file.") var store: String
     @Flag(help: "Print the result as JSON.") var json = false
 
-    func run() throws {
+    func execute() throws {
         let url = URL(fileURLWithPath: store)
         let bar = TerminalProgress(enabled: !json)
         bar.show(0, of: 1, "checkpointing")
@@ -83,27 +80,5 @@ struct Checkpoint: ParsableCommand {
             print("Checkpointed \(url.path): \(result.framesCheckpointed) of \(result.framesInLog) log frames moved; log \(result.walBytesBefore) → \(result.walBytesAfter) bytes\(result.busy ? " (busy: another connection kept part of the log)" : "")")
         }
         if result.busy { throw ExitCode(1) }
-    }
-}
-
-/// A progress bar on standard error, drawn only when it is a terminal.
-final class TerminalProgress {
-    private let enabled: Bool
-    private var drawn = false
-
-    init(enabled: Bool) {
-        self.enabled = enabled && isatty(2) != 0
-    }
-
-    func show(_ done: Int, of total: Int, _ label: String) {
-        guard enabled else { return }
-        let width = 30, filled = total == 0 ? width : width * min(done, total) / total
-        let bar = String(repeating: "#", count: filled) + String(repeating: "-", count: width - filled)
-        FileHandle.standardError.write(Data("\r\(label) [\(bar)] \(done)/\(total)".utf8))
-        drawn = true
-    }
-
-    func finish() {
-        if drawn { FileHandle.standardError.write(Data("\n".utf8)) }
     }
 }
