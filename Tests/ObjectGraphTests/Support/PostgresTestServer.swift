@@ -1,4 +1,5 @@
 import Foundation
+import ObjectGraphPostgres
 import Testing
 @testable import ObjectGraphCore
 
@@ -49,8 +50,10 @@ final class PostgresTestServer: Sendable {
         return folder.appendingPathComponent(name).path
     }
 
-    /// The server the suites share, started on first use.
+    /// The server the suites share, started on first use. Registers the PostgreSQL store's driver
+    /// first, as a program that uses PostgreSQL does, so that every test given a database can add it.
     static let shared: Result<PostgresTestServer, any Error> = Result {
+        PersistentStoreCoordinator.registerPostgresStore()
         if let given = ProcessInfo.processInfo.environment[urlVariable], let url = URLComponents(string: given) {
             var server = url
             server.path = ""
@@ -67,6 +70,7 @@ final class PostgresTestServer: Sendable {
 
     /// Starts a new cluster of its own (for a test that stops or restarts its server).
     static func start() throws -> PostgresTestServer {
+        PersistentStoreCoordinator.registerPostgresStore()
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("objectgraph-pg-\(getpid())-\(UUID().uuidString.prefix(8))")
         let data = folder.appendingPathComponent("data")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)

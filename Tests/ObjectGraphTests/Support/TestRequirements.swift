@@ -35,8 +35,9 @@ enum TestRequirements {
         """
 
     static let postgresReason: Comment = """
-        Needs PostgreSQL 15: its initdb on PATH or under \(PostgresTestServer.debianBinaries.path) \
-        (Debian: apt-get install postgresql), or a server in \(PostgresTestServer.urlVariable)=postgres://user@host:port/database; \
+        Needs PostgreSQL 15: its initdb under \(PostgresTestServer.debianBinaries.path) (Debian: apt-get install \
+        postgresql), on PATH or in \(PostgresTestServer.binariesVariable)=<folder>, or a server in \
+        \(PostgresTestServer.urlVariable)=postgres://user@host:port/database; \
         \(requirePostgresVariable)=1 makes its absence a failure
         """
 }
