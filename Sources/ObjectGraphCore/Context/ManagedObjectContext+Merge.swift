@@ -156,8 +156,12 @@ extension ManagedObjectContext {
                     invalidate(object)
                     continue
                 }
+                // A fault without changes is not in use here: it is deleted as well, but not
+                // reported, as in Core Data, whose merges report the deletes of objects in use only.
+                // Its ID is in `didMergeChangesObjectIDsNotification`'s deleted IDs all the same.
+                let inUse = !object.isFault || object.hasChanges
                 markDeletedElsewhere(object)
-                deleted.insert(object)
+                if inUse { deleted.insert(object) }
             }
         }
 
