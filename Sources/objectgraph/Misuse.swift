@@ -13,6 +13,7 @@ struct Misuse: ParsableCommand {
         case objectOffQueue = "object-off-queue"
         case inaccessibleFault = "inaccessible-fault"
         case reconfigureAfterUse = "reconfigure-after-use"
+        case replaceCoordinator = "replace-coordinator"
         case chainTooDeep = "chain-too-deep"
         case pinChild = "pin-child"
         case none
@@ -59,6 +60,12 @@ struct Misuse: ParsableCommand {
             let other = ManagedObjectContext(concurrencyType: .privateQueue)
             other.persistentStoreCoordinator = coordinator
             context.parent = other
+        case .replaceCoordinator:
+            // Configured inside the first performAndWait, as Core Data allows; then replaced, which it does not.
+            let queued = ManagedObjectContext(concurrencyType: .privateQueue)
+            queued.name = "misused"
+            queued.performAndWait { queued.persistentStoreCoordinator = coordinator }
+            queued.persistentStoreCoordinator = PersistentStoreCoordinator(managedObjectModel: model)
         case .chainTooDeep:
             var deepest = context
             for _ in 0..<ManagedObjectContext.maximumNestingDepth {

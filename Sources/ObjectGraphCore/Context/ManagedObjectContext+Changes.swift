@@ -122,8 +122,9 @@ extension ManagedObjectContext {
         restoreUnloadedToManyRelationships()
     }
 
-    /// Forgets every registered object and unsaved change; objects fetched before must not be used
-    /// afterwards (fetch again, or resolve their IDs).
+    /// Forgets every registered object and unsaved change. As in Core Data, an object the program
+    /// still holds is a fault with no context afterwards (`isFault` true, `managedObjectContext`
+    /// nil): reading it stops the program, so fetch again, or resolve its ID.
     public func reset() {
         assertOnQueue("reset()")
         advanceQueryGeneration()
@@ -135,8 +136,14 @@ extension ManagedObjectContext {
         }
         var held: [ManagedObjectID] = pinnedRows
         for object in objects {
-            if object.state.giveUpRowCache() { held.append(object.objectID) }
+            // As in Core Data, an object the program still holds is a fault with no context.
+            if object.state.forgetAtReset() { held.append(object.objectID) }
             object.managedObjectContext = nil
+            object.values = []
+            object.snapshot = nil
+            object.boxed = [:]
+            object.toMany = [:]
+            object.changedIndices = []
         }
         persistentStoreCoordinator?.rowCache.release(held)
         registered = [:]

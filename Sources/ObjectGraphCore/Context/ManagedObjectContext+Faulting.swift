@@ -176,7 +176,17 @@ extension ManagedObjectContext {
     }
 
     private func refreshObject(_ object: ManagedObject, mergeChanges: Bool) {
-        guard object.managedObjectContext === self, !object.isInserted else { return }
+        guard object.managedObjectContext === self else { return }
+        if object.isInserted {
+            // An object never saved has no row to read: Core Data makes it a fault in name only,
+            // which the next use turns back into the object with its values.
+            if !mergeChanges && !object.isDeleted && !object.isFault {
+                object.willTurnIntoFault()
+                object.state.faultInserted()
+                object.didTurnIntoFault()
+            }
+            return
+        }
         // A deleted object keeps its delete, which is an unsaved change like any other.
         if mergeChanges && object.isDeleted { return }
         if mergeChanges && object.hasChanges && !object.isFault {

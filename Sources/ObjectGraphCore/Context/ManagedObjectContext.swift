@@ -51,29 +51,39 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
     }
 
     public let concurrencyType: ConcurrencyType
-    /// The context's name, used in messages and the queue's label. Setting it is configuration: do
-    /// it right after `init`. An unnamed context is called by its number (`context 7`) in messages.
+    /// The context's name, used in messages, logs and persistent history. It can be set at any
+    /// time, from any thread, as in Core Data. An unnamed context is called by its number
+    /// (`context 7`) in messages.
     public var name: String? {
-        willSet { checkConfigurable("name") }
+        get { _name.withLock { $0 } }
+        set { _name.withLock { $0 = newValue } }
     }
-    /// The coordinator of a root context. Setting it is configuration: do it right after `init`.
+    private let _name = Protected<String?>(nil)
+    /// The coordinator of a root context. Set it before the context's first object work (a fetch,
+    /// an insert, a save, `object(with:)`): right after `init`, or inside the context's first
+    /// `performAndWait`, as Core Data allows.
     ///
-    /// It is a programmer error to set it once the context was used.
+    /// It is a programmer error to set it once the context did object work, or to replace the
+    /// coordinator or parent the context has.
     public var persistentStoreCoordinator: PersistentStoreCoordinator? {
         get { _coordinator ?? parent?.persistentStoreCoordinator }
         set {
-            checkConfigurable("persistentStoreCoordinator")
+            checkConfigurable("persistentStoreCoordinator", replacing: _coordinator.map { $0 !== newValue } ?? (parent != nil))
             _coordinator = newValue
+            // Set after automaticallyMergesChangesFromParent: the context follows its coordinator's saves now.
+            if automaticallyMergesChangesFromParent { followCoordinatorSaves(true) }
         }
     }
     /// The parent of a child context: saving pushes changes into it rather than a store, and
-    /// fetches and faults see its unsaved changes (see <doc:NestedContexts>). Setting it is
-    /// configuration: do it right after `init`. A parent must be a queue-based context.
+    /// fetches and faults see its unsaved changes (see <doc:NestedContexts>). Set it before the
+    /// context's first object work, as ``persistentStoreCoordinator``. A parent must be a
+    /// queue-based context.
     ///
-    /// It is a programmer error to set it once the context was used, to make a context its own
-    /// ancestor, or to nest contexts more than ``maximumNestingDepth`` deep.
+    /// It is a programmer error to set it once the context did object work, to replace the parent
+    /// or coordinator the context has, to make a context its own ancestor, or to nest contexts more
+    /// than ``maximumNestingDepth`` deep.
     public var parent: ManagedObjectContext? {
-        willSet { checkConfigurable("parent") }
+        willSet { checkConfigurable("parent", replacing: parent.map { $0 !== newValue } ?? (_coordinator != nil && newValue != nil)) }
         didSet {
             if parent != nil { _coordinator = nil }
             // A child of a container's context is the container's work too: shutdown waits for it.
@@ -224,18 +234,30 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
 
     var debugName: String { name ?? "context \(number)" }
 
-    /// Fixes the configuration: called by the first use of the context.
+    /// Fixes the configuration: called by the context's first object work (a fetch, an insert, a
+    /// save, `object(with:)`, a request). A `perform` block is no use by itself: Core Data's queue
+    /// contexts are configured inside their first `performAndWait` too.
     @inline(__always)
     func freezeConfiguration() {
         if !isConfigurationFrozen.load(ordering: .relaxed) { isConfigurationFrozen.store(true, ordering: .relaxed) }
     }
 
-    private func checkConfigurable(_ property: String) {
-        guard isConfigurationFrozen.load(ordering: .relaxed) else { return }
-        fatalError("""
-            ObjectGraph: cannot set \(property) of context '\(debugName)' after it was used: a context's name, parent and \
-            coordinator are configuration, set right after init and before the first perform, fetch, insert or save
-            """)
+    /// Stops the program when the parent or coordinator is set after the context did object work,
+    /// or when `replacing` one it has (Core Data refuses both).
+    private func checkConfigurable(_ property: String, replacing: Bool) {
+        if isConfigurationFrozen.load(ordering: .relaxed) {
+            fatalError("""
+                ObjectGraph: cannot set \(property) of context '\(debugName)' after it was used: a context's parent and coordinator \
+                are configuration, set before its first fetch, insert, save or object(with:)
+                """)
+        }
+        if replacing {
+            let current = parent.map { "the parent '\($0.debugName)'" } ?? "a persistent store coordinator"
+            fatalError("""
+                ObjectGraph: cannot set \(property) of context '\(debugName)': it has \(current) already, and a context's parent or \
+                coordinator, once set, is not replaced (make a new context instead)
+                """)
+        }
     }
 
     var model: ManagedObjectModel? { persistentStoreCoordinator?.managedObjectModel }
@@ -299,7 +321,6 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
     /// then rather than stopping the program.
     @discardableResult
     func enqueue(_ block: @escaping @Sendable () -> Void) -> Bool {
-        freezeConfiguration()
         switch concurrencyType {
         case .privateQueue, .mainQueue:
             let tracker = activityTracker
@@ -325,7 +346,6 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
     /// Runs a block synchronously on the context's queue and returns its result. Reentrant: called
     /// from the context's queue, the block runs inline.
     public func performAndWait<T>(_ block: () throws -> T) rethrows -> T {
-        freezeConfiguration()
         if isOnQueue {
             deliverMailIfNeeded()
             let result = try block()
@@ -357,7 +377,6 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
     public func perform<T: Sendable, E: Error>(
         schedule: ScheduledTaskType = .immediate, _ block: @escaping @Sendable () throws(E) -> T
     ) async throws(E) -> T {
-        freezeConfiguration()
         if schedule == .immediate && isOnQueue {
             let result = try block()
             endOfBlock()

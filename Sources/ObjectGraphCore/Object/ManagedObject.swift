@@ -96,7 +96,7 @@ open class ManagedObject: Hashable, CustomStringConvertible {
     // MARK: - State
 
     /// Whether the object's values have not been read from the store yet.
-    public var isFault: Bool { state.isFault }
+    public var isFault: Bool { state.readsAsFault }
     /// Whether the object was inserted and not yet saved.
     public var isInserted: Bool { state.isInserted }
     /// Whether the object was deleted and the delete not yet saved.
@@ -281,6 +281,9 @@ open class ManagedObject: Hashable, CustomStringConvertible {
                 fatalError("ObjectGraph: object \(objectID) is a fault with no context (its context was reset or deallocated); it cannot be read")
             }
             context.fulfillFault(self)
+        } else if state.readsAsFault {
+            // An inserted object turned into a fault: its values are here already.
+            _ = state.useFaultedInsert()
         }
     }
 

@@ -61,6 +61,10 @@ struct ObjectState: Equatable {
         static let unreported = Marks(rawValue: 1 << 2)
         /// Its insert was reported by an `objectsDidChangeNotification`.
         static let insertReported = Marks(rawValue: 1 << 3)
+        /// An inserted object that `refresh(_:mergeChanges: false)` turned into a fault, as Core
+        /// Data does: it has no row to read, so it keeps its values, and reads as a fault until
+        /// it is used again.
+        static let faultedInsert = Marks(rawValue: 1 << 4)
     }
 
     private(set) var phase: Phase = .detached
@@ -68,7 +72,10 @@ struct ObjectState: Equatable {
 
     // MARK: - Questions
 
+    /// Its values are not loaded.
     var isFault: Bool { phase == .fault }
+    /// What `ManagedObject.isFault` answers: a fault, or an inserted object turned into a fault.
+    var readsAsFault: Bool { phase == .fault || marks.contains(.faultedInsert) }
     var isInserted: Bool { phase == .inserted || phase == .deleted(.inserted) }
     var isUpdated: Bool { phase == .updated || phase == .deleted(.updated) }
     var isDeleted: Bool { if case .deleted = phase { true } else { false } }
@@ -203,6 +210,27 @@ struct ObjectState: Equatable {
     /// The context's save wrote the object (inserted or updated): it is unchanged now.
     mutating func didSave() {
         if phase == .inserted || phase == .updated { phase = .unchanged }
+        marks.remove(.faultedInsert)
+    }
+
+    /// `refresh(_:mergeChanges: false)` on an inserted object: a fault in name, its values kept.
+    mutating func faultInserted() {
+        guard phase == .inserted else { return }
+        marks.insert(.faultedInsert)
+    }
+
+    /// An inserted object turned into a fault is used: it is no fault any more. Returns whether it was one.
+    mutating func useFaultedInsert() -> Bool {
+        marks.remove(.faultedInsert) != nil
+    }
+
+    /// `reset()` forgets the object: a fault with no context from now on, whatever it was. Returns
+    /// whether it held a row-cache reference, which the caller gives back.
+    mutating func forgetAtReset() -> Bool {
+        let heldRowCache = holdsRowCache
+        phase = .fault
+        marks = []
+        return heldRowCache
     }
 
     /// The context's save deleted the object's row (or merged its delete): it is invalid now.

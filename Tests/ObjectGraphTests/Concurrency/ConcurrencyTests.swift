@@ -261,7 +261,7 @@ struct ConcurrencyTests {
         #expect(try stack.context().all("Note").count == 1100)
     }
 
-    @Test(arguments: ["context-off-queue", "object-off-queue", "inaccessible-fault", "reconfigure-after-use", "chain-too-deep", "pin-child"])
+    @Test(arguments: ["context-off-queue", "object-off-queue", "inaccessible-fault", "reconfigure-after-use", "replace-coordinator", "chain-too-deep", "pin-child"])
     func breakingARuleStopsTheProcessWithAMessage(_ kind: String) throws {
         let result = try runTool(["_misuse", kind])
         #expect(result.status != 0)
@@ -275,6 +275,8 @@ struct ConcurrencyTests {
             #expect(result.output.contains("'offender'"))
         case "reconfigure-after-use":
             #expect(result.output.contains("cannot set parent of context 'misused' after it was used"))
+        case "replace-coordinator":
+            #expect(result.output.contains("cannot set persistentStoreCoordinator of context 'misused': it has a persistent store coordinator already"))
         case "chain-too-deep":
             #expect(result.output.contains("the chain would be more than \(ManagedObjectContext.maximumNestingDepth) contexts deep"))
             #expect(result.output.contains("cannot be a child of 'context "))

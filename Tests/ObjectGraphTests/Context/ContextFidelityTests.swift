@@ -137,3 +137,125 @@ struct ContextFidelityTests {
         #expect(seen.isDeleted || seen.managedObjectContext == nil)
     }
 }
+
+extension ContextFidelityTests {
+    // MARK: - Faults after refresh and reset
+
+    @Test(arguments: StoreKind.everyStore)
+    func refreshingAnInsertedObjectWithoutMergingTurnsItIntoAFaultThatKeepsItsValues(_ kind: StoreKind) throws {
+        let stack = try TestStack(kind)
+        let context = stack.context()
+        let note = context.insert("Note", ["title": "draft", "rank": Int64(4)])
+        #expect(!note.isFault)
+        context.refresh(note, mergeChanges: false)
+        #expect(note.isFault)
+        #expect(note.isInserted)
+        #expect(context.insertedObjects == [note])
+        note.willAccessValue(forKey: nil)
+        #expect(!note.isFault)
+        #expect(note.value(forKey: "title") as? String == "draft")
+        #expect(note.value(forKey: "rank") as? Int64 == 4)
+        // It is still the same new object: the save writes it.
+        context.refresh(note, mergeChanges: false)
+        try context.save()
+        #expect(!note.isInserted)
+        #expect(try stack.context("reader").all("Note").map { $0.value(forKey: "title") as? String } == ["draft"])
+    }
+
+    @Test(arguments: StoreKind.everyStore)
+    func refreshingAnInsertedObjectWithMergingLeavesItAsItIs(_ kind: StoreKind) throws {
+        let stack = try TestStack(kind)
+        let context = stack.context()
+        let note = context.insert("Note", ["title": "draft"])
+        context.refresh(note, mergeChanges: true)
+        #expect(!note.isFault)
+        #expect(note.value(forKey: "title") as? String == "draft")
+    }
+
+    @Test(arguments: StoreKind.everyStore)
+    func afterResetAnObjectTheProgramHoldsIsAFaultWithNoContext(_ kind: StoreKind) throws {
+        let stack = try TestStack(kind)
+        let context = stack.context()
+        let saved = context.insert("Note", ["title": "saved"])
+        try context.save()
+        let fetched = try #require(try context.all("Note").first)
+        #expect(fetched === saved)
+        #expect(fetched.value(forKey: "title") as? String == "saved")
+        let unsaved = context.insert("Note", ["title": "unsaved"])
+        let id = fetched.objectID
+
+        context.reset()
+        #expect(fetched.isFault)
+        #expect(fetched.managedObjectContext == nil)
+        #expect(unsaved.isFault)
+        #expect(unsaved.managedObjectContext == nil)
+        #expect(context.registeredObjects.isEmpty)
+        // The ID still resolves, to a new object.
+        let again = try context.existingObject(with: id)
+        #expect(again !== fetched)
+        #expect(again.value(forKey: "title") as? String == "saved")
+    }
+}
+
+extension ContextFidelityTests {
+    // MARK: - Configuration
+
+    @Test(arguments: StoreKind.everyStore)
+    func aQueueContextCanBeGivenItsCoordinatorInsideItsFirstPerformAndWait(_ kind: StoreKind) throws {
+        let stack = try TestStack(kind)
+        // MagicalRecord makes every private context this way.
+        let context = ManagedObjectContext(concurrencyType: .privateQueue)
+        context.performAndWait { context.persistentStoreCoordinator = stack.coordinator }
+        try context.performAndWait {
+            context.insert("Note", ["title": "configured on the queue"])
+            try context.save()
+        }
+        #expect(try stack.context("reader").all("Note").map { $0.value(forKey: "title") as? String } == ["configured on the queue"])
+    }
+
+    @Test(arguments: StoreKind.everyStore)
+    func aChildCanBeGivenItsParentInsideItsFirstPerformAndWait(_ kind: StoreKind) throws {
+        let stack = try TestStack(kind)
+        let parent = stack.privateContext("parent")
+        let child = ManagedObjectContext(concurrencyType: .privateQueue)
+        child.perform {}
+        child.performAndWait { child.parent = parent }
+        try child.performAndWait {
+            child.insert("Note", ["title": "pushed"])
+            try child.save()
+        }
+        try parent.performAndWait { try parent.save() }
+        #expect(try stack.context("reader").all("Note").count == 1)
+    }
+
+    @Test(arguments: StoreKind.everyStore)
+    func aContextThatMergesAutomaticallyBeforeItHasACoordinatorFollowsItOnceSet(_ kind: StoreKind) throws {
+        let stack = try TestStack(kind)
+        let viewer = ManagedObjectContext(concurrencyType: .privateQueue)
+        viewer.automaticallyMergesChangesFromParent = true
+        viewer.performAndWait { viewer.persistentStoreCoordinator = stack.coordinator }
+        let seen = try viewer.performAndWait { try viewer.all("Note") }
+        #expect(seen.isEmpty)
+        let changes = Observed(ManagedObjectContext.objectsDidChangeNotification, from: viewer)
+        let writer = stack.context("writer")
+        writer.insert("Note", ["title": "merged"])
+        try writer.save()
+        viewer.performAndWait {}
+        #expect(changes.all.contains { !Self.objects($0, .insertedObjects).isEmpty })
+    }
+
+    @Test(arguments: StoreKind.everyStore)
+    func aContextsNameCanBeSetAtAnyTime(_ kind: StoreKind) throws {
+        let stack = try TestStack(kind)
+        let context = stack.privateContext("first")
+        try context.performAndWait {
+            context.insert("Note", ["title": "a"])
+            try context.save()
+        }
+        context.name = "renamed after use"
+        #expect(context.name == "renamed after use")
+        context.performAndWait { context.name = "renamed on its queue" }
+        #expect(context.name == "renamed on its queue")
+        #expect(context.description.contains("renamed on its queue"))
+    }
+}
