@@ -79,6 +79,9 @@ final class ResultsState {
             NotificationCenter.default.addObserver(forName: ManagedObjectContext.objectsDidChangeNotification, object: context, queue: nil) { note in
                 reference.state?.contextDidChange(note.userInfo ?? [:])
             },
+            NotificationCenter.default.addObserver(forName: ManagedObjectContext.didMergeChangesObjectIDsNotification, object: context, queue: nil) { note in
+                reference.state?.contextDidMerge(note.userInfo ?? [:])
+            },
             NotificationCenter.default.addObserver(forName: ManagedObjectContext.didSaveObjectsNotification, object: context, queue: nil) { _ in
                 // Inserted objects have permanent IDs now: the snapshots say so.
                 reference.state?.publish()

@@ -32,8 +32,8 @@ final class ChangeRecorder: FetchedResultsControllerDelegate {
     var objectLines: [String] { lines.filter { $0 != "will" && $0 != "did" && !$0.hasPrefix("section") } }
 }
 
-/// Core Data's reporting rules that table and collection views depend on: updates and moves, an
-/// empty list of sort descriptors, deleted sections.
+/// Core Data's reporting rules that table and collection views depend on: updates and moves, saves
+/// merged from other contexts, an empty list of sort descriptors, deleted sections.
 extension FetchedResultsControllerTests {
     /// Notes a, b, c ranked 1, 2, 3 (saved), and a controller without sections sorted by rank.
     private func rankedNotes(_ kind: StoreKind, predicate: String? = nil, extra: [(String, Int)] = [])
@@ -240,5 +240,119 @@ extension FetchedResultsControllerTests {
 
         let unsorted = FetchedResultsController(fetchRequest: FetchRequest<ManagedObject>(entityName: "Note"), managedObjectContext: context)
         #expect(throws: ObjectGraphError.invalidFetchRequest) { try unsorted.performFetch() }
+    }
+
+    /// A merged save that makes an object the context never loaded match the predicate inserts it;
+    /// an object it makes stop matching is deleted.
+    @Test(arguments: StoreKind.everyStore)
+    func aMergedSaveThatMakesAnUnloadedObjectMatchInsertsIt(_ kind: StoreKind) throws {
+        let (stack, context, controller, recorder) = try rankedNotes(kind, predicate: "rank < 10", extra: [("x", 50), ("y", 60)])
+        #expect(flatTitles(controller) == ["a", "b", "c"])
+        // x and y were never loaded by the controller's context.
+        let ids = try stack.context("ids").all("Note", sortedBy: "rank").map(\.objectID)
+        #expect(context.registeredObject(for: ids[3]) == nil)
+        // Another context's controller whose results are faults (the merge does not read them).
+        let unloaded = stack.context("unloaded")
+        let request = FetchRequest<ManagedObject>(entityName: "Note")
+        request.predicate = FetchPredicate(format: "rank < 10")
+        request.sortDescriptors = [FetchSortDescriptor(key: "rank")]
+        let fresh = FetchedResultsController(fetchRequest: request, managedObjectContext: unloaded)
+        let freshRecorder = ChangeRecorder()
+        fresh.delegate = freshRecorder
+        try fresh.performFetch()
+        for object in fresh.fetchedObjects ?? [] { unloaded.refresh(object, mergeChanges: false) }
+        #expect(fresh.fetchedObjects?.count == 3)
+
+        let background = stack.context("background")
+        try background.existingObject(with: ids[3]).setValue(Int64(5), forKey: "rank")    // x enters, after c
+        try background.existingObject(with: ids[1]).setValue(Int64(70), forKey: "rank")   // b leaves
+        let saved = SavedNotification()
+        let token = NotificationCenter.default.addObserver(forName: ManagedObjectContext.didSaveObjectsNotification, object: background, queue: nil) { saved.note = $0 }
+        try background.save()
+        NotificationCenter.default.removeObserver(token)
+        let note = try #require(saved.note)
+        context.mergeChanges(fromContextDidSave: note)
+
+        #expect(flatTitles(controller) == ["a", "c", "x"])
+        #expect(recorder.objectLines.contains("delete b 0.1>-"))
+        #expect(recorder.objectLines.contains("insert x ->0.2"))
+        #expect(recorder.objectLines.count == 2)
+
+        // Into the context whose results are faults: b leaves, x enters, in one batch.
+        unloaded.mergeChanges(fromContextDidSave: note)
+        #expect(flatTitles(fresh) == ["a", "c", "x"])
+        #expect(Set(freshRecorder.objectLines) == ["delete b 0.1>-", "insert x ->0.2"])
+        #expect(freshRecorder.lines.filter { $0 == "will" }.count == 1)
+    }
+
+    /// The same through `automaticallyMergesChangesFromParent`: the saved note enters the results
+    /// of a context that merges by itself.
+    @Test(arguments: StoreKind.everyStore)
+    func anAutomaticallyMergedSaveThatMakesAnUnloadedObjectMatchInsertsIt(_ kind: StoreKind) throws {
+        let stack = try TestStack(kind)
+        let seed = stack.context("seed")
+        for (title, rank) in [("a", 1), ("x", 50)] { _ = seed.insert("Note", ["title": title, "rank": Int64(rank)]) }
+        try seed.save()
+        let x = try #require(try seed.all("Note", sortedBy: "rank").last?.objectID)
+        let main = stack.privateContext("main")
+        main.automaticallyMergesChangesFromParent = true
+        let request = FetchRequest<ManagedObject>(entityName: "Note")
+        request.predicate = FetchPredicate(format: "rank < 10")
+        request.sortDescriptors = [FetchSortDescriptor(key: "rank")]
+        let recorder = ChangeRecorder()
+        let controller = try main.performAndWait {
+            let controller = FetchedResultsController(fetchRequest: request, managedObjectContext: main)
+            controller.delegate = recorder
+            try controller.performFetch()
+            return controller
+        }
+        #expect(main.performAndWait { flatTitles(controller) } == ["a"])
+
+        let background = stack.context("background")
+        try background.existingObject(with: x).setValue(Int64(0), forKey: "rank")
+        try background.save()
+        #expect(eventually { main.performAndWait { flatTitles(controller) == ["x", "a"] } })
+        main.performAndWait {
+            #expect(recorder.objectLines == ["insert x ->0.0"])
+        }
+    }
+
+    /// A merged delete of an object the results hold as a fault leaves the results once, whether
+    /// the merge reports it in `objectsDidChangeNotification` or only lists it in
+    /// `didMergeChangesObjectIDsNotification` (Core Data reports merged deletes of objects in use only).
+    @Test(arguments: StoreKind.everyStore)
+    func aMergedDeleteOfAFaultInTheResultsIsOneDelete(_ kind: StoreKind) throws {
+        let (stack, context, controller, recorder) = try rankedNotes(kind)
+        let objects = try #require(controller.fetchedObjects)
+        for object in objects { context.refresh(object, mergeChanges: false) }
+        #expect(objects.allSatisfy { $0.isFault })
+
+        // The merge reports what it deletes.
+        let background = stack.context("background")
+        background.delete(try background.existingObject(with: objects[1].objectID))
+        let saved = SavedNotification()
+        let token = NotificationCenter.default.addObserver(forName: ManagedObjectContext.didSaveObjectsNotification, object: background, queue: nil) { saved.note = $0 }
+        try background.save()
+        context.mergeChanges(fromContextDidSave: try #require(saved.note))
+        #expect(flatTitles(controller) == ["a", "c"])
+        #expect(recorder.changes.map(\.0) == [.delete] && recorder.changes.map(\.1) == [objects[1].objectID])
+        #expect(recorder.objectLines.map { $0.hasSuffix(" 0.1>-") } == [true])
+
+        // A merge that only lists the deleted ID: the controller drops the object, then hears
+        // nothing more when the context reports it.
+        recorder.lines = []
+        recorder.changes = []
+        background.delete(try background.existingObject(with: objects[2].objectID))
+        try background.save()
+        NotificationCenter.default.removeObserver(token)
+        NotificationCenter.default.post(name: ManagedObjectContext.didMergeChangesObjectIDsNotification, object: context, userInfo: [
+            ManagedObjectContext.NotificationKey.deletedObjectIDs.rawValue: Set([objects[2].objectID]),
+        ])
+        #expect(flatTitles(controller) == ["a"])
+        #expect(recorder.changes.map(\.0) == [.delete] && recorder.changes.map(\.1) == [objects[2].objectID])
+        #expect(recorder.objectLines.map { $0.hasSuffix(" 0.1>-") } == [true])
+        context.mergeChanges(fromContextDidSave: try #require(saved.note))
+        #expect(flatTitles(controller) == ["a"])
+        #expect(recorder.changes.count == 1)
     }
 }
