@@ -21,8 +21,8 @@ import Foundation
 /// Like its context's objects, a controller belongs to the context's queue: create it, fetch and
 /// read it there. It is a programmer error to use it elsewhere.
 public final class FetchedResultsController<ResultType: ManagedObject> {
-    /// The request whose results the controller keeps: it needs sort descriptors (the first one
-    /// by the section key path when there are sections).
+    /// The request whose results the controller keeps: it needs a list of sort descriptors (the
+    /// first one by the section key path when there are sections), which may be empty.
     public let fetchRequest: FetchRequest<ResultType>
     /// The context the results belong to.
     public let managedObjectContext: ManagedObjectContext
@@ -40,8 +40,8 @@ public final class FetchedResultsController<ResultType: ManagedObject> {
 
     /// The results, shared with the untyped view a delegate receives.
     let state: ResultsState
-    /// For `results(for:)`: without sort descriptors the fetch's order is kept, and objects that
-    /// enter the results go last.
+    /// For `results(for:)`: without sort descriptors (nil or empty) the fetch's order is kept, and
+    /// objects that enter the results go last.
     var allowsUnsortedResults = false
 
     /// Creates a controller; nothing is fetched until ``performFetch()``.
@@ -73,12 +73,17 @@ public final class FetchedResultsController<ResultType: ManagedObject> {
 
     /// Fetches the results and starts following the context's changes.
     ///
-    /// - Throws: ``ObjectGraphError/invalidFetchRequest`` when the request has no sort descriptors,
-    ///   and whatever the fetch throws.
+    /// With an empty list of sort descriptors (`request.sortDescriptors = []`), the results are in
+    /// object ID order, the same on every store: saved objects in the order of their rows' primary
+    /// keys (the order they were first saved in), then unsaved ones in the order they were
+    /// inserted; an object that enters the results takes its place in that order.
+    ///
+    /// - Throws: ``ObjectGraphError/invalidFetchRequest`` when the request has no sort descriptors
+    ///   (`sortDescriptors` is nil), and whatever the fetch throws.
     public func performFetch() throws {
         managedObjectContext.assertOnQueue("FetchedResultsController.performFetch()")
         let descriptors = fetchRequest.sortDescriptors ?? []
-        guard !descriptors.isEmpty || allowsUnsortedResults else {
+        guard fetchRequest.sortDescriptors != nil || allowsUnsortedResults else {
             throw ObjectGraphError(
                 .invalidFetchRequest,
                 "A FetchedResultsController needs a fetch request with sort descriptors (entity \(fetchRequest.entityName ?? fetchRequest.entity?.name ?? "unknown"))",
@@ -89,7 +94,8 @@ public final class FetchedResultsController<ResultType: ManagedObject> {
         state.owner = ObjectIdentifier(self)
         state.configure(
             entity: entity, includesSubentities: fetchRequest.includesSubentities, predicate: fetchRequest.predicate,
-            sortDescriptors: descriptors, fetchLimit: fetchRequest.fetchLimit, sectionNameKeyPath: sectionNameKeyPath)
+            sortDescriptors: descriptors, ordersByObjectID: !allowsUnsortedResults, fetchLimit: fetchRequest.fetchLimit,
+            sectionNameKeyPath: sectionNameKeyPath)
         state.replace(with: objects)
         state.follow(
             managedObjectContext, view: { [unowned self] in self.untypedView },

@@ -7,9 +7,9 @@ public enum FetchedResultsChangeType: UInt, Sendable {
     case insert = 1
     /// It left the results.
     case delete = 2
-    /// It changed and took another place.
+    /// A value it is sorted or sectioned by changed, and it took another place.
     case move = 3
-    /// It changed in place.
+    /// It changed and kept its place among the others.
     case update = 4
 }
 
@@ -42,7 +42,13 @@ public protocol FetchedResultsControllerDelegate: AnyObject {
     /// The results are about to change.
     func controllerWillChangeContent(_ controller: FetchedResultsController<ManagedObject>)
     /// An object was inserted, deleted, moved or updated: `indexPath` is where it was (nil for an
-    /// insert), `newIndexPath` where it is now (nil for a delete and an update).
+    /// insert), `newIndexPath` where it is now (nil for a delete).
+    ///
+    /// As in Core Data, a changed object is a move only when a value it is sorted or sectioned by
+    /// changed and it took another place among the others; any other change is an update, at the
+    /// index path it had before the changes (`indexPath`, the row to reload) and the one it has
+    /// after them (`newIndexPath`), which differ when inserts and deletes before it shift it.
+    /// Objects shifted by other objects' changes are not reported. Section changes come first.
     func controller(
         _ controller: FetchedResultsController<ManagedObject>, didChange anObject: ManagedObject,
         at indexPath: IndexPath?, for type: FetchedResultsChangeType, newIndexPath: IndexPath?)

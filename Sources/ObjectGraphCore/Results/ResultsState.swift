@@ -23,11 +23,12 @@ final class ResultsState {
     private(set) var objects: [ManagedObject]?
     private(set) var sections: [ResultsSection]?
 
-    private var entity: EntityDescription?
-    private var includesSubentities = true
-    private var predicate: FetchPredicate?
-    private var sortDescriptors: [FetchSortDescriptor] = []
-    private var fetchLimit = 0
+    private(set) var entity: EntityDescription?
+    private(set) var includesSubentities = true
+    private(set) var predicate: FetchPredicate?
+    /// The order of the results: the sort descriptors, or object IDs for an empty list.
+    private(set) var order = ResultsOrder([], byObjectID: false)
+    private(set) var fetchLimit = 0
     private var section: FetchSortDescriptor?
     /// Whether the predicate, a sort or the section key path reads other objects (`folder.name`):
     /// then a change to any other object may move or filter the results.
@@ -35,20 +36,22 @@ final class ResultsState {
     /// Whether the delegate implements `controller(_:didChangeContentWith:)`: set before each call
     /// of it, cleared by the protocol's default implementation.
     var delegateTakesDifferences = false
-    private weak var context: ManagedObjectContext?
+    private(set) weak var context: ManagedObjectContext?
     private var observers: [any NSObjectProtocol] = []
     private var view: () -> FetchedResultsController<ManagedObject> = { fatalError("ObjectGraph: a FetchedResultsController was used before performFetch()") }
     private var refetch: () throws -> [ManagedObject] = { [] }
     private let streams = Protected(SnapshotStreams())
 
+    /// Sets what the results are; `ordersByObjectID` orders them by object ID when
+    /// `sortDescriptors` is empty (see ``ResultsOrder``), rather than keeping the fetch's order.
     func configure(
         entity: EntityDescription, includesSubentities: Bool, predicate: FetchPredicate?,
-        sortDescriptors: [FetchSortDescriptor], fetchLimit: Int, sectionNameKeyPath: String?
+        sortDescriptors: [FetchSortDescriptor], ordersByObjectID: Bool, fetchLimit: Int, sectionNameKeyPath: String?
     ) {
         self.entity = entity
         self.includesSubentities = includesSubentities
         self.predicate = predicate
-        self.sortDescriptors = sortDescriptors
+        self.order = ResultsOrder(sortDescriptors, byObjectID: ordersByObjectID)
         self.fetchLimit = fetchLimit
         self.section = sectionNameKeyPath.map { FetchSortDescriptor(key: $0) }
         let keys = sortDescriptors.map(\.key) + (sectionNameKeyPath.map { [$0] } ?? [])
@@ -59,6 +62,7 @@ final class ResultsState {
 
     /// Takes the results of a fetch, without telling the delegate (``FetchedResultsController/performFetch()``).
     func replace(with objects: [ManagedObject]) {
+        let objects = ordered(objects)
         self.objects = objects
         sections = makeSections(objects)
         publish()
@@ -74,6 +78,9 @@ final class ResultsState {
         observers = [
             NotificationCenter.default.addObserver(forName: ManagedObjectContext.objectsDidChangeNotification, object: context, queue: nil) { note in
                 reference.state?.contextDidChange(note.userInfo ?? [:])
+            },
+            NotificationCenter.default.addObserver(forName: ManagedObjectContext.didMergeChangesObjectIDsNotification, object: context, queue: nil) { note in
+                reference.state?.contextDidMerge(note.userInfo ?? [:])
             },
             NotificationCenter.default.addObserver(forName: ManagedObjectContext.didSaveObjectsNotification, object: context, queue: nil) { _ in
                 // Inserted objects have permanent IDs now: the snapshots say so.
@@ -105,47 +112,57 @@ final class ResultsState {
 
     private func contextDidChange(_ info: [AnyHashable: Any]) {
         guard let current = objects, let entity, let context else { return }
-        var next: [ManagedObject]
-        var changed = Set<ObjectIdentifier>()
         if info[ManagedObjectContext.NotificationKey.invalidatedAllObjects.rawValue] != nil {
             // reset(): every object is gone; the results are read again.
-            next = (try? refetch()) ?? []
-        } else {
-            var relevant: [ManagedObject] = []
-            var othersChanged = false
-            let keys: [ManagedObjectContext.NotificationKey] = [.insertedObjects, .updatedObjects, .deletedObjects, .refreshedObjects, .invalidatedObjects]
-            for key in keys {
-                for object in info[key.rawValue] as? Set<ManagedObject> ?? [] {
-                    guard includesSubentities ? object.entity.isKindOf(entity: entity) : object.entity === entity else {
-                        othersChanged = true
-                        continue
-                    }
-                    if changed.insert(ObjectIdentifier(object)).inserted { relevant.append(object) }
+            return apply(ordered((try? refetch()) ?? []), changed: [], placedAgain: [])
+        }
+        var relevant: [ManagedObject] = []
+        var changed = Set<ObjectIdentifier>()
+        var othersChanged = false
+        let keys: [ManagedObjectContext.NotificationKey] = [.insertedObjects, .updatedObjects, .deletedObjects, .refreshedObjects, .invalidatedObjects]
+        for key in keys {
+            for object in info[key.rawValue] as? Set<ManagedObject> ?? [] {
+                guard includesSubentities ? object.entity.isKindOf(entity: entity) : object.entity === entity else {
+                    othersChanged = true
+                    continue
                 }
-            }
-            if othersChanged && readsRelatedObjects {
-                // A related object changed (a folder's name the notes sort or are sectioned by): the
-                // results are read again, and an object that took another place is a move. Core Data
-                // misses these.
-                // In memory too: the store sorts by the related objects' saved values.
-                let fetched = (try? refetch()) ?? current
-                let next = (try? FetchSortDescriptor.sorted(fetched, by: sortDescriptors) { $0 }) ?? fetched
-                return apply(next, changed: changed, movesAreChanges: true)
-            }
-            guard !relevant.isEmpty else { return }
-            if fetchLimit > 0 {
-                // Objects past the limit may move in: only a fetch knows.
-                next = (try? refetch()) ?? current.filter { !changed.contains(ObjectIdentifier($0)) }
-            } else {
-                // Objects merged from another context's save are faults: one read of the store
-                // fills them all, rather than one each as the predicate and the sort read them.
-                context.fulfillFaults(relevant.filter { $0.isFault && $0.managedObjectContext === context && !$0.isDeleted })
-                let merge = merging(relevant.filter { belongs($0, to: context) }, changed: changed, into: current)
-                if section == nil { return apply(merge, from: current) }
-                next = merge.objects
+                if changed.insert(ObjectIdentifier(object)).inserted { relevant.append(object) }
             }
         }
-        apply(next, changed: changed)
+        if othersChanged && readsRelatedObjects {
+            // A related object changed (a folder's name the notes sort or are sectioned by): the
+            // results are read again, and an object that took another place is a move. Core Data
+            // misses these.
+            // In memory too: the store sorts by the related objects' saved values.
+            var order = self.order
+            let next = order.sorted((try? refetch()) ?? current)
+            return apply(next, changed: changed, movesAreChanges: true)
+        }
+        guard !relevant.isEmpty else { return }
+        take(relevant, changed: changed, into: current, context: context)
+    }
+
+    /// Takes changed objects into the results and tells the delegate: `relevant` are the changed
+    /// objects of the results' entity, `changed` their identities, and `leaving` those whose rows
+    /// are gone (deleted by a merged save), which leave the results whatever their state.
+    func take(
+        _ relevant: [ManagedObject], changed: Set<ObjectIdentifier>, leaving: Set<ObjectIdentifier> = [],
+        into current: [ManagedObject], context: ManagedObjectContext
+    ) {
+        if fetchLimit > 0 {
+            // Objects past the limit may move in: only a fetch knows.
+            let next = (try? refetch()).map { self.ordered($0) } ?? current.filter { !changed.contains(ObjectIdentifier($0)) }
+            return apply(next.filter { !leaving.contains(ObjectIdentifier($0)) }, changed: changed)
+        }
+        // Objects merged from another context's save are faults: one read of the store fills them
+        // all, rather than one each as the predicate and the sort read them.
+        context.fulfillFaults(relevant.filter {
+            $0.isFault && $0.managedObjectContext === context && !$0.isDeleted && !leaving.contains(ObjectIdentifier($0))
+        })
+        let members = relevant.filter { !leaving.contains(ObjectIdentifier($0)) && belongs($0, to: context) }
+        let merge = merging(members, changed: changed, into: current)
+        if section == nil { return apply(merge, from: current) }
+        apply(merge.objects, changed: changed, placedAgain: merge.placedAgain)
     }
 
     /// Whether a changed object is in the results: alive in the context, not deleted, matching.
@@ -155,103 +172,54 @@ final class ResultsState {
         return (try? object.matches(predicate)) ?? false
     }
 
-    /// The results after changes to some of their objects, found without reading the store or
-    /// looking at every object twice: the unchanged objects keep their order, and the changed
-    /// ones that still belong (`members`) are sorted once and merged in, each after every object
-    /// that sorts before it or the same (so equal objects keep their order).
-    private func merging(_ members: [ManagedObject], changed: Set<ObjectIdentifier>, into current: [ManagedObject]) -> Merge {
-        var merge = Merge()
-        // The unchanged objects, as their indices in `current` (not the objects themselves: copying
-        // 100,000 references retains and releases each, touching every object's memory).
-        var kept: [Int] = []
-        kept.reserveCapacity(current.count)
-        // A bit per hash of an object's address, set for the changed objects: most objects are
-        // passed over by one bit test, without hashing them for the set.
-        var maybeChanged = [UInt64](repeating: 0, count: 1024)
-        func bit(_ id: ObjectIdentifier) -> Int {
-            let address = UInt(bitPattern: id)
-            return Int(truncatingIfNeeded: (address >> 4) ^ (address >> 20)) & 0xFFFF
-        }
-        for id in changed {
-            let b = bit(id)
-            maybeChanged[b >> 6] |= 1 << UInt64(b & 63)
-        }
-        for index in current.indices {
-            let id = ObjectIdentifier(current[index])
-            let b = bit(id)
-            if maybeChanged[b >> 6] & (1 << UInt64(b & 63)) != 0, changed.contains(id) {
-                merge.removed.append((index, current[index]))
-            } else {
-                kept.append(index)
-            }
-        }
-        var reader = SortKeyReader(sortDescriptors)
-        let keys = members.map { (try? reader.values(of: $0)) ?? [] }
-        let order = members.indices.sorted { i, j in
-            switch reader.compare(keys[i], keys[j]) {
-            case .orderedAscending: true
-            case .orderedDescending: false
-            case .orderedSame: i < j
-            }
-        }
-        merge.objects.reserveCapacity(kept.count + members.count)
-        var start = 0
-        for i in order {
-            // The first unchanged object after `start` that sorts after this one (binary search).
-            var low = start, high = kept.count
-            while low < high {
-                let middle = (low + high) / 2
-                let order = (try? reader.compare(current[kept[middle]], keys[i])) ?? .orderedSame
-                if order == .orderedDescending { high = middle } else { low = middle + 1 }
-            }
-            for index in kept[start..<low] { merge.objects.append(current[index]) }
-            start = low
-            merge.inserted.append((merge.objects.count, members[i]))
-            merge.objects.append(members[i])
-        }
-        for index in kept[start...] { merge.objects.append(current[index]) }
-        return merge
+    /// The results of a fetch in the controller's order: as fetched, unless they are ordered by
+    /// object ID (then sorted here, whatever order the store returned them in).
+    func ordered(_ fetched: [ManagedObject]) -> [ManagedObject] {
+        guard order.byObjectID else { return fetched }
+        var order = self.order
+        return order.sorted(fetched)
     }
 
     /// Takes the results of `merging(_:changed:into:)` without sections: what changed is
     /// read from the merge (work in proportion to the changed objects, plus copying the list).
-    private func apply(_ merge: Merge, from oldObjects: [ManagedObject]) {
+    ///
+    /// Changed objects that stayed in place are updates, at their old index path and their new one;
+    /// those merged in again are moves; they and the deleted and inserted objects make the difference.
+    private func apply(_ merge: ResultsMerge, from oldObjects: [ManagedObject]) {
         guard sections != nil else { return }
-        var oldIndex: [ObjectIdentifier: (rank: Int, index: Int)] = [:]
-        for (rank, (index, object)) in merge.removed.enumerated() { oldIndex[ObjectIdentifier(object)] = (rank, index) }
-        var newIndex: [ObjectIdentifier: (rank: Int, index: Int)] = [:]
-        for (rank, (index, object)) in merge.inserted.enumerated() { newIndex[ObjectIdentifier(object)] = (rank, index) }
+        var newIndex: [ObjectIdentifier: Int] = [:]
+        for (index, object) in merge.inserted { newIndex[ObjectIdentifier(object)] = index }
 
         var changes = Changes()
         if oldObjects.isEmpty != merge.objects.isEmpty {
-            let sections = makeSections(oldObjects.isEmpty ? merge.objects : oldObjects)
-            changes.sections = [(sections[0], 0, oldObjects.isEmpty ? .insert : .delete)]
+            changes.sections = oldObjects.isEmpty
+                ? [(makeSections(merge.objects)[0], 0, .insert)]
+                : [(ResultsSection(name: "", indexTitle: nil, managedObjects: []), 0, .delete)]
         }
-        for (index, object) in merge.removed {
-            if let new = newIndex[ObjectIdentifier(object)] {
-                let old = IndexPath(item: index, section: 0)
-                changes.objects.append(new.index == index ? (object, old, .update, nil) : (object, old, .move, IndexPath(item: new.index, section: 0)))
-            } else {
-                changes.objects.append((object, IndexPath(item: index, section: 0), .delete, nil))
+        func path(_ item: Int) -> IndexPath { IndexPath(item: item, section: 0) }
+        // In the old order: the objects that left or took another place, and those updated in place.
+        var removed = merge.removed[...], updated = merge.updated[...]
+        while let next = removed.first.map({ $0.index }) ?? updated.first.map({ $0.old }) {
+            if let update = updated.first, update.old <= next {
+                changes.objects.append((update.object, path(update.old), .update, path(update.new)))
+                updated.removeFirst()
+            } else if let gone = removed.popFirst() {
+                let new = newIndex[ObjectIdentifier(gone.object)]
+                changes.objects.append((gone.object, path(gone.index), new == nil ? .delete : .move, new.map(path)))
             }
         }
-        for (index, object) in merge.inserted where oldIndex[ObjectIdentifier(object)] == nil {
-            changes.objects.append((object, nil, .insert, IndexPath(item: index, section: 0)))
+        for (index, object) in merge.inserted where !merge.placedAgain.contains(ObjectIdentifier(object)) {
+            changes.objects.append((object, nil, .insert, path(index)))
         }
         guard !changes.sections.isEmpty || !changes.objects.isEmpty else { return }
         changes.difference = {
-            // Removed: the deleted objects and those that took another place among the unchanged
-            // ones; inserted: the new ones and those. A changed object at the same index with as
-            // many unchanged objects before it stays put, so an update is no change at all.
-            func stays(_ old: (rank: Int, index: Int)?, _ new: (rank: Int, index: Int)?) -> Bool {
-                guard let old, let new else { return false }
-                return old.index == new.index && old.index - old.rank == new.index - new.rank
-            }
+            // Removed: the deleted objects and those merged in again; inserted: the new ones and
+            // those. An object updated in place is no change of the list.
             var steps: [CollectionDifference<ManagedObjectID>.Change] = []
-            for (index, object) in merge.removed where !stays(oldIndex[ObjectIdentifier(object)], newIndex[ObjectIdentifier(object)]) {
+            for (index, object) in merge.removed {
                 steps.append(.remove(offset: index, element: object.objectID, associatedWith: nil))
             }
-            for (index, object) in merge.inserted where !stays(oldIndex[ObjectIdentifier(object)], newIndex[ObjectIdentifier(object)]) {
+            for (index, object) in merge.inserted {
                 steps.append(.insert(offset: index, element: object.objectID, associatedWith: nil))
             }
             return CollectionDifference(steps) ?? merge.objects.map(\.objectID).difference(from: oldObjects.map(\.objectID))
@@ -260,28 +228,43 @@ final class ResultsState {
     }
 
     /// Takes new results, telling the delegate what changed.
-    private func apply(_ next: [ManagedObject], changed: Set<ObjectIdentifier>, movesAreChanges: Bool = false) {
+    ///
+    /// A changed object that is in the old and the new results is a move when it took another
+    /// place (`placedAgain`, or found by ``displaced(from:to:changed:sectionChanged:)`` when nil) or
+    /// another section, and otherwise an update at its old and its new index path. With
+    /// `movesAreChanges`, an unchanged object that took another place among the others is a move too.
+    private func apply(
+        _ next: [ManagedObject], changed: Set<ObjectIdentifier>, placedAgain: Set<ObjectIdentifier>? = nil, movesAreChanges: Bool = false
+    ) {
         guard let oldObjects = objects, let oldSections = sections else { return }
         let newSections = makeSections(next)
         let oldPaths = paths(oldSections), newPaths = paths(newSections)
-        let moved = movesAreChanges ? Self.moved(from: oldObjects, to: next, except: changed) { id in
+        func sectionChanged(_ id: ObjectIdentifier) -> Bool {
             guard let old = oldPaths[id], let new = newPaths[id] else { return false }
             return oldSections[old.section].name != newSections[new.section].name
-        } : nil
+        }
+        let moves = placedAgain.map { (placedAgain: $0, shifted: Set<ObjectIdentifier>()) }
+            ?? displaced(from: oldObjects, to: next, changed: changed, sectionChanged: sectionChanged)
 
         var changes = Changes()
         let oldNames = Set(oldSections.map(\.name)), newNames = Set(newSections.map(\.name))
-        for (index, section) in oldSections.enumerated() where !newNames.contains(section.name) { changes.sections.append((section, index, .delete)) }
+        for (index, section) in oldSections.enumerated() where !newNames.contains(section.name) {
+            // As in Core Data, a deleted section has no objects left.
+            changes.sections.append((ResultsSection(name: section.name, indexTitle: section.indexTitle, managedObjects: []), index, .delete))
+        }
         for (index, section) in newSections.enumerated() where !oldNames.contains(section.name) { changes.sections.append((section, index, .insert)) }
 
         for object in oldObjects {
             let id = ObjectIdentifier(object)
             guard let old = oldPaths[id] else { continue }
-            if let new = newPaths[id] {
-                guard changed.contains(id) || (moved?.contains(id) ?? false) else { continue }
-                changes.objects.append(old == new ? (object, old, .update, nil) : (object, old, .move, new))
-            } else {
+            guard let new = newPaths[id] else {
                 changes.objects.append((object, old, .delete, nil))
+                continue
+            }
+            if moves.placedAgain.contains(id) || (changed.contains(id) && sectionChanged(id)) || (movesAreChanges && moves.shifted.contains(id)) {
+                changes.objects.append((object, old, .move, new))
+            } else if changed.contains(id) {
+                changes.objects.append((object, old, .update, new))
             }
         }
         for object in next where oldPaths[ObjectIdentifier(object)] == nil {
@@ -326,39 +309,6 @@ final class ResultsState {
         }
         delegate?.controllerDidChangeContent(controller)
         publish(changes.difference, from: oldObjects)
-    }
-
-    /// The objects that took another place by themselves: those outside the longest run of objects
-    /// that kept their relative order, and those that changed section. The others only shifted.
-    /// Objects in `except` changed themselves and are reported by their own rule.
-    static func moved(
-        from old: [ManagedObject], to new: [ManagedObject], except: Set<ObjectIdentifier>, sectionsChanged: (ObjectIdentifier) -> Bool
-    ) -> Set<ObjectIdentifier> {
-        var newIndex: [ObjectIdentifier: Int] = [:]
-        for (index, object) in new.enumerated() { newIndex[ObjectIdentifier(object)] = index }
-        let surviving = old.map(ObjectIdentifier.init).filter { newIndex[$0] != nil && !except.contains($0) }
-        // Those that changed section moved; the others moved only if they left the longest run.
-        let changedSection = Set(surviving.filter(sectionsChanged))
-        let kept = surviving.filter { !changedSection.contains($0) }
-        let positions = kept.map { newIndex[$0]! }
-        // Longest increasing subsequence of the new positions, in the old order (patience sorting).
-        var tails: [Int] = [], tailIndex: [Int] = [], previous = [Int](repeating: -1, count: positions.count)
-        for (i, position) in positions.enumerated() {
-            var low = 0, high = tails.count
-            while low < high {
-                let middle = (low + high) / 2
-                if tails[middle] < position { low = middle + 1 } else { high = middle }
-            }
-            if low > 0 { previous[i] = tailIndex[low - 1] }
-            if low == tails.count { tails.append(position); tailIndex.append(i) } else { tails[low] = position; tailIndex[low] = i }
-        }
-        var stable = Set<ObjectIdentifier>()
-        var index = tailIndex.last ?? -1
-        while index >= 0 {
-            stable.insert(kept[index])
-            index = previous[index]
-        }
-        return changedSection.union(kept.filter { !stable.contains($0) })
     }
 
     private func paths(_ sections: [ResultsSection]) -> [ObjectIdentifier: IndexPath] {
@@ -470,16 +420,6 @@ private struct Changes {
     var objects: [(ManagedObject, IndexPath?, FetchedResultsChangeType, IndexPath?)] = []
     /// The difference from the old results' IDs to the new ones (computed only when needed).
     var difference: () -> CollectionDifference<ManagedObjectID> = { CollectionDifference([])! }
-}
-
-/// The results after some of their objects changed (`ResultsState.merging(_:changed:into:)`).
-private struct Merge {
-    /// The new results.
-    var objects: [ManagedObject] = []
-    /// The changed objects that were in the old results, with their index there, in order.
-    var removed: [(index: Int, object: ManagedObject)] = []
-    /// The changed objects that are in the new results, with their index there, in order.
-    var inserted: [(index: Int, object: ManagedObject)] = []
 }
 
 /// The snapshot streams of a controller, behind a lock (a stream may end on any thread).

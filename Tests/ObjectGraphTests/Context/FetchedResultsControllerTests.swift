@@ -4,7 +4,7 @@ import ObjectGraph
 @testable import ObjectGraphCore
 
 /// Records what a controller tells its delegate, as readable lines.
-private final class ResultsRecorder: FetchedResultsControllerDelegate {
+final class ResultsRecorder: FetchedResultsControllerDelegate {
     var lines: [String] = []
     var differences: [CollectionDifference<ManagedObjectID>] = []
 
@@ -31,7 +31,7 @@ private final class ResultsRecorder: FetchedResultsControllerDelegate {
 }
 
 /// Records the per-object calls only (no difference method).
-private final class ResultsRecorderWithoutDifference: FetchedResultsControllerDelegate {
+final class ResultsRecorderWithoutDifference: FetchedResultsControllerDelegate {
     var lines: [String] = []
     func controllerWillChangeContent(_ controller: FetchedResultsController<ManagedObject>) { lines.append("will") }
     func controller(
@@ -46,7 +46,7 @@ private final class ResultsRecorderWithoutDifference: FetchedResultsControllerDe
 }
 
 /// A delegate that implements only the difference: Core Data then sends nothing else.
-private final class DifferenceRecorder: FetchedResultsControllerDelegate {
+final class DifferenceRecorder: FetchedResultsControllerDelegate {
     var differences: [CollectionDifference<ManagedObjectID>] = []
     var objectsSeen: [[ManagedObjectID]] = []
     func controller(_ controller: FetchedResultsController<ManagedObject>, didChangeContentWith difference: CollectionDifference<ManagedObjectID>) {
@@ -58,7 +58,7 @@ private final class DifferenceRecorder: FetchedResultsControllerDelegate {
 @Suite("Fetched results follow the context: sections, inserts, deletes, moves, updates, snapshots")
 struct FetchedResultsControllerTests {
     /// Notes in two folders, sorted by folder name then rank.
-    private func setUp(_ kind: StoreKind) throws -> (TestStack, ManagedObjectContext, FetchedResultsController<ManagedObject>, ResultsRecorder, [String: ManagedObject]) {
+    func setUp(_ kind: StoreKind) throws -> (TestStack, ManagedObjectContext, FetchedResultsController<ManagedObject>, ResultsRecorder, [String: ManagedObject]) {
         let stack = try TestStack(kind)
         let context = stack.context("view")
         let inbox = context.insert("Folder", ["name": "Inbox"])
@@ -78,7 +78,7 @@ struct FetchedResultsControllerTests {
         return (stack, context, controller, recorder, objects)
     }
 
-    private func titles(_ controller: FetchedResultsController<ManagedObject>) -> [[String]] {
+    func titles(_ controller: FetchedResultsController<ManagedObject>) -> [[String]] {
         (controller.sections ?? []).map { ($0.objects ?? []).map { $0.value(forKey: "title") as? String ?? "?" } }
     }
 
@@ -120,7 +120,7 @@ struct FetchedResultsControllerTests {
         recorder.lines = []
         objects["a"]!.setValue("a2", forKey: "title")
         context.processPendingChanges()
-        #expect(recorder.lines == ["will", "update a2 0.1>-", "did"])
+        #expect(recorder.lines == ["will", "update a2 0.1>0.1", "did"])
 
         recorder.lines = []
         context.delete(objects["Inbox"]!)   // cascades to its notes
@@ -336,6 +336,6 @@ struct FetchedResultsControllerTests {
 }
 
 /// A notification posted on the test's own thread by a confinement context.
-private final class SavedNotification: @unchecked Sendable {  // used on one thread only
+final class SavedNotification: @unchecked Sendable {  // used on one thread only
     var note: Notification?
 }
