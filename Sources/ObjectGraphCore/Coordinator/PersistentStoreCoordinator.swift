@@ -60,7 +60,8 @@ public final class PersistentStoreCoordinator: Sendable, CustomStringConvertible
     let queryGenerations = Protected(QueryGenerationRegistry())
 
     /// Where the coordinator logs (swift-log): the SQL its stores run when asked
-    /// (``PersistentStoreOption/sqlDebugLevel``, `OBJECTGRAPH_SQL_DEBUG`), and each save then.
+    /// (``PersistentStoreOption/sqlDebugLevel``, `OBJECTGRAPH_SQL_DEBUG`), and each save then; and,
+    /// as warnings, the model's ``ManagedObjectModel/validationWarnings`` when it is created.
     /// A logger labelled "objectgraph" unless one is given.
     public let logger: Logger
 
@@ -86,6 +87,10 @@ public final class PersistentStoreCoordinator: Sendable, CustomStringConvertible
         self.name = name
         self.logger = logger
         self.instrumentation = CoordinatorInstrumentation(coordinatorName: name, metricsFactory: metricsFactory, tracer: tracer)
+        // What momc warns of and Core Data accepts (crossed inverses), said once per coordinator.
+        for warning in managedObjectModel.validationWarnings {
+            logger.warning("the model: \(warning.message)", metadata: ["coordinator": "\(name ?? "unnamed")"])
+        }
     }
 
     deinit {
