@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import Logging
 import ObjectGraphCore
 
 /// `objectgraph export STORE [--model MODEL]`: every object of a Core Data SQLite store as JSON,
@@ -27,7 +28,7 @@ struct Export: ToolCommand {
     func execute() throws {
         let url = URL(fileURLWithPath: store)
         let loaded = try model.map { try ManagedObjectModel(contentsOf: URL(fileURLWithPath: $0)) } ?? ManagedObjectModel(contentsOfStoreAt: url)
-        let coordinator = PersistentStoreCoordinator(managedObjectModel: loaded)
+        let coordinator = PersistentStoreCoordinator(managedObjectModel: loaded, logger: ToolLogging.quiet)
         try coordinator.addPersistentStore(type: .sqlite, at: url, options: [PersistentStoreOption.readOnly: true])
         let context = ManagedObjectContext(concurrencyType: .confinement)
         context.persistentStoreCoordinator = coordinator
@@ -124,5 +125,16 @@ struct Export: ToolCommand {
         case let v as [String: Any]: return v.mapValues(jsonValue)
         case let v?: return "\(v)"
         }
+    }
+}
+
+/// The logging of the coordinators `export` and `inspect` open: errors only. Standard error
+/// carries a command's own errors, nothing on success (a crossed inverse in an old model, which
+/// the coordinator logs as a warning, does not make reading the store fail).
+enum ToolLogging {
+    static var quiet: Logger {
+        var logger = Logger(label: "objectgraph")
+        logger.logLevel = .error
+        return logger
     }
 }

@@ -54,7 +54,7 @@ struct Inspect: ToolCommand {
         }
 
         if matches {
-            let coordinator = PersistentStoreCoordinator(managedObjectModel: loaded)
+            let coordinator = PersistentStoreCoordinator(managedObjectModel: loaded, logger: ToolLogging.quiet)
             try coordinator.addPersistentStore(type: .sqlite, at: url, options: [PersistentStoreOption.readOnly: true])
             let context = ManagedObjectContext(concurrencyType: .confinement)
             context.persistentStoreCoordinator = coordinator

@@ -60,7 +60,8 @@ public final class PersistentStoreCoordinator: Sendable, CustomStringConvertible
     let queryGenerations = Protected(QueryGenerationRegistry())
 
     /// Where the coordinator logs (swift-log): the SQL its stores run when asked
-    /// (``PersistentStoreOption/sqlDebugLevel``, `OBJECTGRAPH_SQL_DEBUG`), and each save then.
+    /// (``PersistentStoreOption/sqlDebugLevel``, `OBJECTGRAPH_SQL_DEBUG`), and each save then; and,
+    /// as warnings, the model's ``ManagedObjectModel/validationWarnings`` when it is created.
     /// A logger labelled "objectgraph" unless one is given.
     public let logger: Logger
 
@@ -86,6 +87,10 @@ public final class PersistentStoreCoordinator: Sendable, CustomStringConvertible
         self.name = name
         self.logger = logger
         self.instrumentation = CoordinatorInstrumentation(coordinatorName: name, metricsFactory: metricsFactory, tracer: tracer)
+        // What momc warns of and Core Data accepts (crossed inverses), said once per coordinator.
+        for warning in managedObjectModel.validationWarnings {
+            logger.warning("the model: \(warning.message)", metadata: ["coordinator": "\(name ?? "unnamed")"])
+        }
     }
 
     deinit {
@@ -234,13 +239,27 @@ public final class PersistentStoreCoordinator: Sendable, CustomStringConvertible
         return persistentStores.first { $0.url?.standardizedFileURL.path == path }
     }
 
-    /// The ID named by a URI from `ManagedObjectID.uriRepresentation()`, or nil when it names no
-    /// store of this coordinator or no entity of its model.
+    /// The ID named by a URI from `ManagedObjectID.uriRepresentation()` or from Apple's Core Data:
+    /// `x-coredata://STORE-UUID/Entity/pN` (or `x-objectgraph://…`, as earlier versions of ObjectGraph
+    /// wrote it).
+    ///
+    /// ```swift
+    /// let id = coordinator.managedObjectID(forURIRepresentation: URL(string: "x-coredata://6B1D3C2A-…/Note/p12")!)
+    /// ```
+    ///
+    /// - Returns: nil when the URI is not of that form (a temporary ID's URI, another scheme, a
+    ///   query, a key that is not a positive number), or names no store of this coordinator or no
+    ///   entity of its model.
     public func managedObjectID(forURIRepresentation url: URL) -> ManagedObjectID? {
-        guard url.scheme == "x-objectgraph", let host = url.host, !host.isEmpty else { return nil }
-        let parts = url.path.split(separator: "/")
-        guard parts.count == 2, let entity = managedObjectModel.entitiesByName[String(parts[0])],
-              parts[1].first == "p", let pk = Int64(parts[1].dropFirst()),
+        guard let scheme = url.scheme?.lowercased(), ManagedObjectID.uriSchemes.contains(scheme),
+              let host = url.host, !host.isEmpty,
+              url.user == nil, url.password == nil, url.port == nil, url.query == nil, url.fragment == nil
+        else { return nil }
+        // "/Entity/pN"
+        let parts = url.path.split(separator: "/", omittingEmptySubsequences: false)
+        guard parts.count == 3, parts[0].isEmpty, let entity = managedObjectModel.entitiesByName[String(parts[1])],
+              parts[2].first == "p", parts[2].count > 1, parts[2].dropFirst().allSatisfy({ $0.isASCII && $0.isNumber }),
+              let pk = Int64(parts[2].dropFirst()), pk > 0,
               let store = persistentStores.first(where: { $0.identifier.caseInsensitiveCompare(host) == .orderedSame })
         else { return nil }
         return ManagedObjectID(entity: entity, store: store, primaryKey: pk)

@@ -14,11 +14,18 @@ enum PredicateLimits {
     /// SQLite accepts, and parses, evaluates and compiles within a 512 KiB thread stack.
     static let maximumDepth = 24
 
-    /// How many parentheses, `NOT`s and signs (one level each), `modulus:by:` calls (two) and
-    /// `SUBQUERY`s, `CAST`s and lists (four) may enclose one another in a format:
-    /// enough for every format `predicateFormat` writes for a predicate within ``maximumDepth``
-    /// (which parenthesizes each compound inside another), few enough for the parser's stack.
+    /// How many parenthesized predicates (a run of parentheses directly inside one another counts
+    /// one), expression parentheses, `NOT`s and signs (one level each), `modulus:by:` calls (two)
+    /// and `SUBQUERY`s, `CAST`s and lists (four) may enclose one another in a format: enough for
+    /// every format `predicateFormat` writes for a predicate within ``maximumDepth`` (which
+    /// parenthesizes each compound inside another), few enough for the parser's stack.
     static let maximumNesting = 2 * maximumDepth + 2
+
+    /// How many parentheses around predicates may enclose one another in a format. They add no
+    /// level to the predicate (``maximumDepth`` counts its tree, not its brackets: NSPredicate reads
+    /// `((((rank > 1))))` as `rank > 1`), and the parser reads parentheses directly inside one
+    /// another without recursing; this bound only keeps a hostile format cheap to refuse.
+    static let maximumParentheses = 1_000
 
     /// How many levels a `SUBQUERY` counts for: its SQL (`(SELECT COUNT(*) FROM … WHERE … AND (…))`)
     /// takes about as much of SQLite's parser stack as three levels of parentheses.
@@ -37,9 +44,13 @@ enum PredicateLimits {
             + "(each NOT, AND/OR group, comparison, arithmetic operator and sign adds a level; a SUBQUERY adds \(subqueryDepth))"
     }
 
-    /// The error for a format with more than ``maximumNesting`` parentheses (and the like) in one another.
+    /// The error for a format with more than ``maximumNesting`` parenthesized groups (and the like) in one another.
     static let tooNested =
-        "the predicate nests more than the \(maximumDepth) levels allowed: more than \(maximumNesting) levels of parentheses, NOTs, signs, lists and calls (a SUBQUERY, CAST or list counts 4, a function 2) enclose one another"
+        "the predicate nests more than the \(maximumDepth) levels allowed: more than \(maximumNesting) levels of parenthesized groups, NOTs, signs, lists and calls (a SUBQUERY, CAST or list counts 4, a function 2; parentheses directly inside parentheses count once) enclose one another"
+
+    /// The error for a format with more than ``maximumParentheses`` parentheses in one another.
+    static let tooManyParentheses =
+        "the predicate is enclosed in more than the \(maximumParentheses) parentheses allowed in one another (the parser's limit: parentheses add no level to the predicate, which may nest \(maximumDepth) levels)"
 
     /// Checks a tree made in code (compounds of predicates, `#Predicate` translations), joining
     /// nested `AND`s into their `AND` and `OR`s into their `OR` when that makes it shallow enough.

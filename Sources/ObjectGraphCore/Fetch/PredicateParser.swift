@@ -13,9 +13,11 @@ import Foundation
 /// characters) of the mistake.
 ///
 /// Parsing takes time linear in the length of the format, and refuses formats that nest deeper
-/// than ``PredicateLimits/maximumDepth`` (measured as ``PredicateNode/depth`` measures trees) or
-/// with more than ``PredicateLimits/maximumNesting`` parentheses in one another, so that neither it nor anything that walks the tree it gives can
-/// exhaust a thread's stack.
+/// than ``PredicateLimits/maximumDepth`` (measured as ``PredicateNode/depth`` measures trees:
+/// parentheses add no depth) or whose parser would recurse more than
+/// ``PredicateLimits/maximumNesting`` levels, so that neither it nor anything that walks the tree
+/// it gives can exhaust a thread's stack. Parentheses that only enclose other parentheses are read
+/// without recursing; at most ``PredicateLimits/maximumParentheses`` may enclose one another.
 struct PredicateParser {
     private var scanner: PredicateScanner
     private let arguments: [PredicateArgument]
@@ -25,8 +27,11 @@ struct PredicateParser {
     private var lookahead: PredicateToken?
     /// The last token consumed, for messages ("expected a value after '>'").
     private var previous: PredicateToken?
-    /// How many parentheses, `NOT`s, signs, lists and function calls enclose the token being read.
+    /// How many parenthesized predicates (a run of `(`s counting one), `NOT`s, signs, lists,
+    /// expression parentheses and function calls enclose the token being read: the parser's recursion.
     private var nesting = 0
+    /// How many parentheses around predicates enclose the token being read.
+    private var parentheses = 0
     /// For each `(` (by offset) that the parser has looked past: whether an operator follows its
     /// `)`, which makes it an expression's parenthesis rather than a predicate's.
     private var parenthesisOpensExpression: [Int: Bool] = [:]
@@ -58,8 +63,10 @@ struct PredicateParser {
 
     // Each parse function returns what it read and its depth (``PredicateNode/depth``).
 
-    private mutating func parseOr() throws -> (PredicateNode, depth: Int) {
-        let (first, firstDepth) = try parseAnd()
+    /// An `OR` of `AND`s; `after`, when given, is the first operand of the first `AND`, already
+    /// read (a parenthesized predicate, see ``parseParenthesized()``).
+    private mutating func parseOr(after operand: (PredicateNode, depth: Int)? = nil) throws -> (PredicateNode, depth: Int) {
+        let (first, firstDepth) = try parseAnd(after: operand)
         var nodes = [first], depth = firstDepth
         var firstOperator: PredicateToken?
         while try peek().isWord("OR") || peek().isSymbol("||") {
@@ -74,8 +81,9 @@ struct PredicateParser {
         return (.or(nodes), depth + 1)
     }
 
-    private mutating func parseAnd() throws -> (PredicateNode, depth: Int) {
-        let (first, firstDepth) = try parseNot()
+    /// An `AND` of `NOT`s; `after`, when given, is its first operand, already read.
+    private mutating func parseAnd(after operand: (PredicateNode, depth: Int)? = nil) throws -> (PredicateNode, depth: Int) {
+        let (first, firstDepth) = try operand ?? parseNot()
         var nodes = [first], depth = firstDepth
         var firstOperator: PredicateToken?
         while try peek().isWord("AND") || peek().isSymbol("&&") {
@@ -106,25 +114,53 @@ struct PredicateParser {
     private mutating func parsePrimary() throws -> (PredicateNode, depth: Int) {
         let token = try peek()
         if token.kind == .end || token.isSymbol(")") { throw expected("a predicate", found: token) }
-        if token.isSymbol("("), try !opensExpression(token) {
-            advance()
-            try enter(token)
-            defer { nesting -= 1 }
-            let node = try parseOr()
-            let close = try peek()
-            guard close.isSymbol(")") else {
-                throw error(
-                    "expected ')' to close the '(' at offset \(token.position), found \(close.quoted)", at: close.position)
-            }
-            advance()
-            return node
-        }
+        if token.isSymbol("("), try !opensExpression(token) { return try parseParenthesized() }
         if token.isWord("TRUEPREDICATE") || token.isWord("FALSEPREDICATE") {
             advance()
             return (.constant(token.isWord("TRUEPREDICATE")), 1)
         }
         let (comparison, depth) = try parseComparison()
         return (.comparison(comparison), depth)
+    }
+
+    /// A parenthesized predicate, the `(` ahead. Parentheses add no level to the predicate: its
+    /// depth is its tree's, however many enclose it.
+    ///
+    /// A run of `(`s that each open a predicate (`((rank > 1))`, `((a > 1) AND ((b < 2)))`) is read
+    /// in this one frame: the run's innermost predicate is read, then each `)`, and after each but
+    /// the last the `AND`s and `OR`s that continue the predicate of the `(` outside it. So redundant
+    /// parentheses cost no stack, and count as one level of ``PredicateLimits/maximumNesting``;
+    /// at most ``PredicateLimits/maximumParentheses`` may enclose one another.
+    private mutating func parseParenthesized() throws -> (PredicateNode, depth: Int) {
+        try enter(try peek())
+        let enclosing = parentheses
+        defer {
+            nesting -= 1
+            parentheses = enclosing
+        }
+        var unclosed: [PredicateToken] = []
+        var open = try peek()
+        while true {
+            advance()
+            unclosed.append(open)
+            parentheses += 1
+            if parentheses > PredicateLimits.maximumParentheses {
+                throw error(PredicateLimits.tooManyParentheses, at: open.position)
+            }
+            open = try peek()
+            guard open.isSymbol("("), try !opensExpression(open) else { break }
+        }
+        var result = try parseOr()
+        while let open = unclosed.popLast() {
+            let close = try peek()
+            guard close.isSymbol(")") else {
+                throw error("expected ')' to close the '(' at offset \(open.position), found \(close.quoted)", at: close.position)
+            }
+            advance()
+            parentheses -= 1
+            if !unclosed.isEmpty { result = try parseOr(after: result) }
+        }
+        return result
     }
 
     /// Whether the `(` ahead opens an expression (`(rank + 1) * 2 > 6`) rather than a predicate:

@@ -13,10 +13,16 @@ public final class ManagedObjectModel: @unchecked Sendable, CustomStringConverti
     public let entities: [EntityDescription]
     /// The entities by name.
     public let entitiesByName: [String: EntityDescription]
-    /// Problems found while building the model; empty for a valid model.
+    /// Problems found while building the model, the warnings among them (``validationWarnings``);
+    /// empty for a valid model.
     public let validationErrors: [ObjectGraphError]
-    /// The validation errors that refuse the model (``validate()``): all of them but those Core Data
-    /// itself lets pass (two to-one relationships naming each other crossed, as early Artsy models do).
+    /// The problems of ``validationErrors`` that do not refuse the model, because Core Data accepts
+    /// them and momc only warns of them: to-one relationships whose inverses cross (A.x names B.y as
+    /// its inverse, B.y names another), as early Artsy Folio models have. Each relationship keeps
+    /// the inverse it declares, as in Core Data. A coordinator logs each as a warning when it is
+    /// created with the model.
+    public let validationWarnings: [ObjectGraphError]
+    /// The validation errors that refuse the model (``validate()``): all but the warnings.
     let refusingErrors: [ObjectGraphError]
     /// A hash of everything in the model that affects how objects are stored. Two models with the
     /// same hash read and write the same stores.
@@ -98,6 +104,7 @@ public final class ManagedObjectModel: @unchecked Sendable, CustomStringConverti
         var tolerated: [ObjectGraphError] = []
         Self.resolve(owned, byName: byName, errors: &errors, tolerated: &tolerated)
         self.validationErrors = errors + tolerated
+        self.validationWarnings = tolerated
         self.refusingErrors = errors
         self.versionHash = Self.computeVersionHash(entitiesByCode)
         for (code, entity) in entitiesByCode.enumerated() { entity.entityCode = code }
@@ -114,10 +121,11 @@ public final class ManagedObjectModel: @unchecked Sendable, CustomStringConverti
 
     /// Throws when the model is invalid.
     ///
+    /// To-one relationships whose inverses cross (A.x names B.y as its inverse, B.y names another)
+    /// do not refuse the model, as in Core Data: they are listed in ``validationWarnings``, and
+    /// each keeps the inverse it declares.
+    ///
     /// - Throws: ``ObjectGraphError/invalidModel`` naming every mistake.
-    /// Two to-one relationships whose inverses cross (A.x names B.y as its inverse, B.y names
-    /// another) do not refuse the model, as in Core Data: they are listed in ``validationErrors``,
-    /// and each is treated as having no inverse.
     public func validate() throws {
         guard let first = refusingErrors.first else { return }
         if refusingErrors.count == 1 { throw first }
@@ -237,19 +245,31 @@ public final class ManagedObjectModel: @unchecked Sendable, CustomStringConverti
                         entityName: entity.name, key: relationship.name))
                     continue
                 }
-                if let back = inverse.inverseName, back != relationship.name {
-                    let error = ObjectGraphError(
-                        .invalidModel,
-                        "Relationship '\(entity.name).\(relationship.name)' names inverse '\(destination.name).\(inverseName)', whose own inverse is '\(back)'",
-                        entityName: entity.name, key: relationship.name)
-                    if !relationship.isToMany && !inverse.isToMany { tolerated.append(error) } else { errors.append(error) }
-                    continue
-                }
                 if let inverseDestination = inverse.destinationEntity, !entity.isKindOf(entity: inverseDestination) {
                     errors.append(ObjectGraphError(
                         .invalidModel,
                         "Relationship '\(entity.name).\(relationship.name)' names inverse '\(destination.name).\(inverseName)', whose destination is '\(inverseDestination.name)', not '\(entity.name)'",
                         entityName: entity.name, key: relationship.name))
+                    continue
+                }
+                if let back = inverse.inverseName, back != relationship.name {
+                    // Crossed inverses: the inverse names a third relationship as its own inverse.
+                    // Between to-ones, momc only warns and Core Data keeps each inverse as declared:
+                    // so does ObjectGraph (setting this relationship sets the inverse on the
+                    // destination, whose own inverse stays the one it names).
+                    guard !relationship.isToMany && !inverse.isToMany else {
+                        errors.append(ObjectGraphError(
+                            .invalidModel,
+                            "Relationship '\(entity.name).\(relationship.name)' names inverse '\(destination.name).\(inverseName)', whose own inverse is '\(back)'",
+                            entityName: entity.name, key: relationship.name))
+                        continue
+                    }
+                    tolerated.append(ObjectGraphError(
+                        .invalidModel,
+                        "Relationship '\(entity.name).\(relationship.name)' names inverse '\(destination.name).\(inverseName)', whose own inverse is '\(back)': "
+                            + "kept as declared, as Core Data does (setting \(entity.name).\(relationship.name) sets \(destination.name).\(inverseName))",
+                        entityName: entity.name, key: relationship.name))
+                    relationship.inverseRelationship = inverse
                     continue
                 }
                 relationship.inverseRelationship = inverse
@@ -285,7 +305,12 @@ public final class ManagedObjectModel: @unchecked Sendable, CustomStringConverti
                 if let attribute = property as? AttributeDescription {
                     text += "A:\(attribute.name)|\(attribute.attributeType.rawValue)|\(attribute.isOptional)|\(attribute.isTransient)\n"
                 } else if let relationship = property as? RelationshipDescription {
-                    text += "R:\(relationship.name)|\(relationship.destinationEntityName)|\(relationship.inverseRelationship?.name ?? "")|"
+                    // A crossed inverse (one naming another relationship as its own inverse) hashes as
+                    // none, as before such inverses were kept: stores written then still open.
+                    let inverse = relationship.inverseRelationship.flatMap { inverse in
+                        inverse.inverseName == nil || inverse.inverseName == relationship.name ? inverse.name : nil
+                    }
+                    text += "R:\(relationship.name)|\(relationship.destinationEntityName)|\(inverse ?? "")|"
                         + "\(relationship.isToMany)|\(relationship.isOrdered)\n"
                 }
             }

@@ -69,15 +69,33 @@ public struct ManagedObjectID: Hashable, Sendable, CustomStringConvertible, Comp
     /// The row number in the store; nil for a temporary ID.
     var primaryKey: Int64? { if case .permanent(_, let pk) = key { pk } else { nil } }
 
-    /// A URL that names the object, `x-objectgraph://STORE-UUID/Entity/pN` (`x-objectgraph:///Entity/tN`
-    /// when temporary). Turn it back into an ID with the coordinator's
-    /// `managedObjectID(forURIRepresentation:)`.
+    /// A URL that names the object, in Core Data's form: `x-coredata://STORE-UUID/Entity/pN`, the
+    /// store's `NSStoreUUID`, the entity's name and the row's primary key (`Z_PK`), so a URI an app
+    /// kept from Core Data names the same object here, and the other way round. A temporary ID's is
+    /// `x-coredata:///Entity/tUUIDN`, as Core Data's (no store; meaningful only in this process).
+    /// Turn it back into an ID with the coordinator's `managedObjectID(forURIRepresentation:)`,
+    /// which also reads the `x-objectgraph://` URIs earlier versions wrote.
+    ///
+    /// ```swift
+    /// note.objectID.uriRepresentation()   // x-coredata://6B1D3C2A-…/Note/p12
+    /// ```
     public func uriRepresentation() -> URL {
         switch key {
-        case .temporary(let n): URL(string: "x-objectgraph:///\(entity.name)/t\(n)")!
-        case .permanent(let store, let pk): URL(string: "x-objectgraph://\(store.identifier)/\(entity.name)/p\(pk)")!
+        case .temporary(let n): URL(string: "\(Self.uriScheme):///\(entity.name)/t\(Self.temporaryURIPrefix)\(n)")!
+        case .permanent(let store, let pk): URL(string: "\(Self.uriScheme)://\(store.identifier)/\(entity.name)/p\(pk)")!
         }
     }
+
+    /// The scheme of the URIs ``uriRepresentation()`` writes: Core Data's.
+    static let uriScheme = "x-coredata"
+
+    /// The schemes `managedObjectID(forURIRepresentation:)` reads: Core Data's, and the one earlier
+    /// versions of ObjectGraph wrote.
+    static let uriSchemes: Set<String> = [uriScheme, "x-objectgraph"]
+
+    /// What a temporary ID's URI puts before its number, as Core Data puts a UUID there: one per
+    /// process, so temporary URIs of two processes never look alike.
+    private static let temporaryURIPrefix = UUID().uuidString
 
     // Equality: two IDs of one row are equal whatever entity of its inheritance tree they were
     // made with (a foreign key knows only the destination entity), and whichever model instance

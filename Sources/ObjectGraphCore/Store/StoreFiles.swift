@@ -16,4 +16,10 @@ enum StoreFiles {
         guard stat(path, &info) == 0 else { return false }
         return access(path, W_OK) == 0 && info.st_mode & 0o222 != 0
     }
+
+    /// Whether a folder exists at `path` (a file there is no folder).
+    static func isFolder(_ path: String) -> Bool {
+        var isDirectory: ObjCBool = false
+        return FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) && isDirectory.boolValue
+    }
 }

@@ -159,6 +159,9 @@ enum AtomicFileIO {
         if exists && !StoreFiles.isWritable(path) {
             throw ObjectGraphError(.readOnly, "The \(type) store at \(path) is read-only (its permissions forbid writing); nothing was saved", url: url)
         }
+        if !exists && !StoreFiles.isFolder(directory) {
+            throw ObjectGraphError(.io, "Cannot write the \(type) store at \(path): the folder \(directory) does not exist; nothing was saved", url: url)
+        }
         if !StoreFiles.isWritable(directory) {
             throw ObjectGraphError(.readOnly, "Cannot write the \(type) store at \(path): the folder \(directory) is not writable; nothing was saved", url: url)
         }

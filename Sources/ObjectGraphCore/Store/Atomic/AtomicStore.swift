@@ -74,6 +74,11 @@ final class AtomicStore: StoreBackend {
             unbound = Protected(file)
         } else {
             if readOnly { throw ObjectGraphError(.io, "Cannot open the read-only \(type) store at \(url.path): there is no such file", url: url) }
+            // A missing folder is an I/O error, as for an SQLite store, not a folder that refuses writing.
+            let directory = url.deletingLastPathComponent().path
+            if !StoreFiles.isFolder(directory) {
+                throw ObjectGraphError(.io, "Cannot create the \(type) store at \(url.path): the folder \(directory) does not exist", url: url)
+            }
             memory = InMemoryStore(model: model, type: type)
             unbound = Protected(nil)
             try write(memory.currentState)
