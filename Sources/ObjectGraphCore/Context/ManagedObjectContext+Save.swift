@@ -217,24 +217,38 @@ extension ManagedObjectContext {
         let changes = SaveChanges(
             inserted: Set(inserted.map(\.objectID)), updated: Set(updated.map(\.objectID)),
             deleted: Set(saved.deleted.map { canonical($0.objectID) }), changedKeys: changedKeys, snapshots: result.snapshots, source: parentStore)
-        postDidSave(inserted: inserted, updated: updated, deleted: deleted, changes: changes)
+        postDidSave(inserted: inserted, updated: updated, deleted: deleted, changes: changes, historyToken: result.historyToken)
         publish(changes)
         didSaveForNesting(changes)
     }
 
-    /// Posts `didSaveObjectsNotification` and `didSaveObjectIDsNotification`.
-    private func postDidSave(inserted: Set<ManagedObject>, updated: Set<ManagedObject>, deleted: Set<ManagedObject>, changes: SaveChanges) {
-        NotificationCenter.default.post(name: Self.didSaveObjectsNotification, object: self, userInfo: [
+    /// Posts `didSaveObjectsNotification` and `didSaveObjectIDsNotification`. With persistent
+    /// history on, both carry the save's transactions as a ``PersistentHistoryToken`` under
+    /// `"newChangeToken"`, the key Core Data uses there.
+    private func postDidSave(
+        inserted: Set<ManagedObject>, updated: Set<ManagedObject>, deleted: Set<ManagedObject>, changes: SaveChanges,
+        historyToken: PersistentHistoryToken? = nil
+    ) {
+        var objects: [AnyHashable: Any] = [
             NotificationKey.insertedObjects.rawValue: inserted,
             NotificationKey.updatedObjects.rawValue: updated,
             NotificationKey.deletedObjects.rawValue: deleted,
             SaveChanges.userInfoKey: changes,
-        ])
-        NotificationCenter.default.post(name: Self.didSaveObjectIDsNotification, object: self, userInfo: [
+        ]
+        var ids: [AnyHashable: Any] = [
             NotificationKey.insertedObjectIDs.rawValue: changes.insertedObjectIDs,
             NotificationKey.updatedObjectIDs.rawValue: changes.updatedObjectIDs,
             NotificationKey.deletedObjectIDs.rawValue: changes.deletedObjectIDs,
             SaveChanges.userInfoKey: changes,
-        ])
+        ]
+        if let historyToken {
+            objects[Self.newChangeTokenKey] = historyToken
+            ids[Self.newChangeTokenKey] = historyToken
+        }
+        NotificationCenter.default.post(name: Self.didSaveObjectsNotification, object: self, userInfo: objects)
+        NotificationCenter.default.post(name: Self.didSaveObjectIDsNotification, object: self, userInfo: ids)
     }
+
+    /// The user-info key of a save's history token in `didSave` notifications (Core Data's, undocumented there).
+    static let newChangeTokenKey = "newChangeToken"
 }

@@ -175,4 +175,7 @@ struct ContextSaveResult: Sendable {
     var permanentIDs: [ManagedObjectID: ManagedObjectID] = [:]
     /// The parent store's new view of each inserted and updated object.
     var snapshots: [ManagedObjectID: Snapshot] = [:]
+    /// The persistent-history transactions the save recorded, as a token (nil when no store
+    /// tracks history, and for a save into a parent context).
+    var historyToken: PersistentHistoryToken?
 }

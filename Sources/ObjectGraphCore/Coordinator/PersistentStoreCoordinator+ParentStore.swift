@@ -202,8 +202,10 @@ extension PersistentStoreCoordinator: ParentStore {
         }
         var result = ContextSaveResult()
         let info = TransactionInfo(author: requester.transactionAuthor, contextName: requester.name)
+        var historyNumbers: [String: Int64] = [:]
         for (store, request) in zip(stores, requests) where !request.isEmpty {
             let saved = try save(request, to: store, info: info)
+            if let number = saved.historyTransactionNumber { historyNumbers[store.identifier] = number }
             // The first (usually the only) store's result is taken whole: merging rebuilds it.
             if result.permanentIDs.isEmpty { result.permanentIDs = saved.permanentIDs } else {
                 result.permanentIDs.merge(saved.permanentIDs) { _, new in new }
@@ -212,6 +214,7 @@ extension PersistentStoreCoordinator: ParentStore {
                 result.snapshots.merge(saved.snapshots) { _, new in new }
             }
         }
+        if !historyNumbers.isEmpty { result.historyToken = PersistentHistoryToken(transactionNumbers: historyNumbers) }
         return result
     }
 

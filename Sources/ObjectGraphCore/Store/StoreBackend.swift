@@ -76,6 +76,8 @@ struct StoreSaveResult: Sendable {
     var snapshots: [ManagedObjectID: Snapshot] = [:]
     /// The persistent-history changes recorded with the save (0 without history tracking).
     var historyChanges = 0
+    /// The number of the persistent-history transaction recorded with the save (nil without history tracking).
+    var historyTransactionNumber: Int64?
 }
 
 /// What every kind of store does. A backend knows nothing of contexts: it reads and writes

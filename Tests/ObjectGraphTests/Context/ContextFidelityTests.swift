@@ -259,3 +259,66 @@ extension ContextFidelityTests {
         #expect(context.description.contains("renamed on its queue"))
     }
 }
+
+extension ContextFidelityTests {
+    // MARK: - History tokens and history merges
+
+    @Test func withPersistentHistoryDidSaveCarriesTheSavesTokenAsNewChangeToken() throws {
+        let stack = try HistoryStack()
+        let context = stack.context("writer")
+        let saves = Observed(ManagedObjectContext.didSaveObjectsNotification, from: context)
+        let idSaves = Observed(ManagedObjectContext.didSaveObjectIDsNotification, from: context)
+        context.insert("Note", ["title": "first"])
+        try context.save()
+        let first = try #require(saves.all.last?.userInfo?["newChangeToken"] as? PersistentHistoryToken)
+        #expect(idSaves.all.last?.userInfo?["newChangeToken"] as? PersistentHistoryToken == first)
+        #expect(first == stack.coordinator.currentPersistentHistoryToken(fromStores: nil))
+
+        context.insert("Note", ["title": "second"])
+        try context.save()
+        let second = try #require(saves.all.last?.userInfo?["newChangeToken"] as? PersistentHistoryToken)
+        #expect(second != first)
+        // The token names where this save ended: history after it is empty, after the first one has this save.
+        #expect(try stack.transactions(after: second).isEmpty)
+        let after = try stack.transactions(after: first)
+        #expect(after.count == 1)
+        #expect(after.first?.token == second)
+    }
+
+    @Test(arguments: StoreKind.everyStore)
+    func withoutPersistentHistoryDidSaveCarriesNoChangeToken(_ kind: StoreKind) throws {
+        let stack = try TestStack(kind)
+        let context = stack.context()
+        let saves = Observed(ManagedObjectContext.didSaveObjectsNotification, from: context)
+        context.insert("Note", ["title": "a"])
+        try context.save()
+        #expect(saves.all.count == 1)
+        #expect(saves.all.last?.userInfo?["newChangeToken"] == nil)
+    }
+
+    @Test func mergingAHistoryTransactionRegistersNoObjectTheContextDidNotHold() throws {
+        let stack = try HistoryStack()
+        let token = stack.coordinator.currentPersistentHistoryToken(fromStores: nil)
+        let writer = stack.context("writer")
+        for index in 0..<145 { writer.insert("Note", ["title": "note \(index)"]) }
+        try writer.save()
+
+        let reader = stack.context("reader")
+        // Counted, not kept: an observer that keeps the notification keeps its objects alive.
+        let reported = Protected<[Int]>([])
+        let token2 = NotificationCenter.default.addObserver(forName: ManagedObjectContext.objectsDidChangeNotification, object: reader, queue: nil) { note in
+            let count = Self.objects(note, .insertedObjects).count
+            reported.withLock { $0.append(count) }
+        }
+        defer { NotificationCenter.default.removeObserver(token2) }
+        let transactions = try stack.transactions(after: token)
+        #expect(transactions.count == 1)
+        for transaction in transactions {
+            reader.mergeChanges(fromContextDidSave: transaction.objectIDNotification())
+        }
+        #expect(reader.registeredObjects.isEmpty)
+        // The inserts are reported all the same, and the objects are there to fetch.
+        #expect(reported.withLock { $0 } == [145])
+        #expect(try reader.all("Note").count == 145)
+    }
+}

@@ -46,7 +46,7 @@ extension SQLiteStore {
                 var result = try self.apply(request, store: store, db: db, files: files)
                 if historyTracking {
                     let changes = historyChanges(of: request, result: result)
-                    try recordHistory(changes, db: db)
+                    result.historyTransactionNumber = try recordHistory(changes, db: db)
                     result.historyChanges = changes.count
                 }
                 return result
