@@ -17,8 +17,9 @@ import Synchronization
 ///
 /// A context belongs to one queue: a `.privateQueue` context owns a serial queue, a `.mainQueue`
 /// context runs on the main queue (the main actor), a `.confinement` context belongs to the thread
-/// that created it. Apart from ``perform(_:)``, ``performAndWait(_:)``, the locking methods and the
-/// configuration done right after `init` (``name``, ``parent``, ``persistentStoreCoordinator``),
+/// that created it. Apart from ``perform(_:)``, ``performAndWait(_:)``, the locking methods, ``name``
+/// and the configuration done before the context's first object work (``parent``,
+/// ``persistentStoreCoordinator``, set right after `init` or inside the first `performAndWait`),
 /// every method must be called on the context's queue.
 ///
 /// It is a programmer error to call a context, or use one of its objects, from another queue: the
@@ -26,7 +27,8 @@ import Synchronization
 /// debug builds; in release builds when `OBJECTGRAPH_CONCURRENCY_DEBUG=1`).
 public final class ManagedObjectContext: @unchecked Sendable, CustomStringConvertible {
     // @unchecked Sendable: every mutable property is used only on the context's queue (checked at
-    // run time by `assertOnQueue`), except configuration set right after init and before sharing.
+    // run time by `assertOnQueue`), except configuration set before the first object work (right
+    // after init, or on the queue in the first performAndWait), and `name`, which is `Protected`.
 
     /// How a context is tied to a queue.
     public enum ConcurrencyType: Sendable, Hashable {
