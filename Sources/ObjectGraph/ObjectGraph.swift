@@ -49,7 +49,8 @@ import Foundation
 /// runs (whether or not an override calls `super`); the model has no default for the attribute. A
 /// value set after the insert replaces it. Objects fetched, faulted in, merged from another
 /// context, written by a batch insert or saved into a parent context by a child context keep their
-/// stored values: only an insert sets initial values.
+/// stored values: only an insert sets initial values (Swift still evaluates them when it creates
+/// such an instance, and the value is dropped, so keep initial values free of side effects).
 ///
 /// A `let` property, a property without an explicit type, a type that cannot be stored, an
 /// inverse that is not a key path of the destination, and a class that does not inherit from
