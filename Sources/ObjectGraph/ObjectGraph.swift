@@ -24,10 +24,33 @@ import Foundation
 /// `Bool`, `String`, `Date`, `Data`, `UUID` and `URL` map to the attribute type of that name; a
 /// `RawRepresentable` enum is stored as its raw value; any other `Codable` value is a transformable
 /// attribute; a `@Managed` class is a to-one relationship, a `Set` of one a to-many relationship
-/// (an `Array`, an ordered one). An optional type makes an optional attribute; an initial value
-/// becomes the attribute's default value. A non-optional class without one (`var owner: Person`) is
-/// a required to-one relationship: set it before the object is saved. Inverse relationships are
-/// declared on one side only, with ``Relationship(deleteRule:inverse:minimumModelCount:maximumModelCount:)``.
+/// (an `Array`, an ordered one). An optional type makes an optional attribute. A non-optional class
+/// without an initial value (`var owner: Person`) is a required to-one relationship: set it before
+/// the object is saved. Inverse relationships are declared on one side only, with
+/// ``Relationship(deleteRule:inverse:minimumModelCount:maximumModelCount:)``.
+///
+/// Initial values are evaluated as Swift evaluates them, for each object:
+///
+/// ```swift
+/// @Managed final class Event: ManagedObject {
+///     @Attribute(.unique) var id: UUID = UUID()   // a new UUID for each new object
+///     var created: Date = .now                    // the time each object is created
+///     var title: String = ""                      // the attribute's default value in the model
+///     var status: Status = .draft                 // the same (an enum case)
+/// }
+/// ```
+///
+/// A literal constant is the attribute's default value in the model (its `defaultValue`):
+/// `nil`, `true`, `false`, a number, a string without interpolation, an array or dictionary
+/// literal of those, and an enum case written `.name` or `Type.name` on a property whose type is not
+/// a standard value type (`Int`, `String`, `Date`, `UUID`, ...). Any other initial value (`UUID()`,
+/// `Date()`, `.now`, `[String]()`, a function call, a global) is evaluated by each object's
+/// initializer and set when the object is inserted into a context, before its `awakeFromInsert()`
+/// runs (whether or not an override calls `super`); the model has no default for the attribute. A
+/// value set after the insert replaces it. Objects fetched, faulted in, merged from another
+/// context, written by a batch insert or saved into a parent context by a child context keep their
+/// stored values: only an insert sets initial values (Swift still evaluates them when it creates
+/// such an instance, and the value is dropped, so keep initial values free of side effects).
 ///
 /// A `let` property, a property without an explicit type, a type that cannot be stored, an
 /// inverse that is not a key path of the destination, and a class that does not inherit from

@@ -13,6 +13,17 @@ struct ManagedClassAnalysis {
         let attribute: AttributeSyntax?
         /// Position among the class's own persistent properties.
         let position: Int
+
+        /// Whether the initial value is evaluated for each new object rather than being the
+        /// attribute's default value in the model (see ``ManagedInitialValue``).
+        var isEvaluatedAtInsert: Bool {
+            guard let initializer else { return false }
+            return !ManagedInitialValue.isModelDefault(initializer, type: type, isRelationship: relationship != nil)
+        }
+
+        /// The name of the stored property that keeps the initial value an instance evaluated, until
+        /// the object is inserted.
+        var initialValueStorageName: String { ManagedInitialValue.storageName(of: name) }
     }
 
     let className: String
@@ -191,6 +202,31 @@ enum ManagedTypeShape {
     static func isKnownValueType(_ name: String?) -> Bool {
         guard let name else { return false }
         return valueTypeNames.contains(name)
+    }
+
+    /// Whether a type is one of the standard library's or Foundation's value types an attribute can
+    /// have (`Int`, `String`, `Date`, `UUID`, `Foundation.Date`, ...), whose static members may be
+    /// computed (`Date.now`).
+    static func isStandardValueType(_ type: TypeSyntax) -> Bool {
+        let name: String
+        if let member = type.as(MemberTypeSyntax.self), ["Swift", "Foundation"].contains(member.baseType.trimmedDescription) {
+            name = member.name.text
+        } else if let identifier = type.as(IdentifierTypeSyntax.self), identifier.genericArgumentClause == nil {
+            name = identifier.name.text
+        } else {
+            return false
+        }
+        return valueTypeNames.contains(name) || ["UInt", "UInt64", "Character", "Substring"].contains(name)
+    }
+
+    /// The type an optional wraps (`T` for `T?` and `Optional<T>`), or the type itself.
+    static func unwrappingOptional(_ type: TypeSyntax) -> TypeSyntax {
+        if let optional = type.as(OptionalTypeSyntax.self) { return unwrappingOptional(optional.wrappedType) }
+        if let identifier = type.as(IdentifierTypeSyntax.self), identifier.name.text == "Optional",
+           let arguments = identifier.genericArgumentClause?.arguments, arguments.count == 1, let wrapped = arguments.first!.typeArgument {
+            return unwrappingOptional(wrapped)
+        }
+        return type
     }
 }
 

@@ -62,6 +62,8 @@ extension ManagedObjectContext {
         retained.insert(object)
         noteUnreportedChange(object)
         registerUndo(of: object) { context, object in context.detachInserted(object) }
+        // Before awakeFromInsert, so that an override sees them even when it does not call super.
+        object._managedApplyInitialValues()
         object.awakeFromInsert()
     }
 

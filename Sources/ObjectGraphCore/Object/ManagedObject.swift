@@ -145,7 +145,17 @@ open class ManagedObject: Hashable, CustomStringConvertible {
     // MARK: - Lifecycle hooks (override in subclasses; call super)
 
     /// Called once when the object is inserted into a context. Set initial values here.
+    ///
+    /// The initial values of a `@Managed` class's properties are set before it is called, whether
+    /// or not an override calls `super`.
     open func awakeFromInsert() {}
+    /// Sets the properties of a `@Managed` class whose initial values are evaluated for each new
+    /// object (`var id: UUID = UUID()`) to the values the object's initializer evaluated. Called
+    /// once, when the object is inserted into a context, before ``awakeFromInsert()``; never for
+    /// an object fetched, faulted in, merged, or saved into a parent context by a child.
+    ///
+    /// `@Managed` generates the overrides; not called or overridden by hand.
+    open func _managedApplyInitialValues() {}
     /// Called when the object's values are read from the store.
     open func awakeFromFetch() {}
     /// Called before the object is saved.

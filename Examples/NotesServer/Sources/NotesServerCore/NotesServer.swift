@@ -65,11 +65,13 @@ public enum NotesServer {
         return container
     }
 
-    /// The HTTP application over a container.
+    /// The HTTP application over a container. Every answer with a server error (5xx) is logged on
+    /// `logger`, with its error.
     public static func application(
         _ configuration: NotesServerConfiguration, container: PersistentContainer, logger: Logger = Logger(label: "NotesServer")
     ) -> some ApplicationProtocol {
         let router = Router()
+        router.add(middleware: ServerErrorLogging())
         router.get("health") { _, _ in "ok" }
         NotesAPI(container: container).register(on: router)
         return Application(

@@ -1,7 +1,9 @@
 import Foundation
 import Hummingbird
 import HummingbirdTesting
+import Logging
 import NotesServerCore
+import Synchronization
 import Testing
 
 #if canImport(Glibc)
@@ -46,6 +48,35 @@ enum TestPostgres {
 struct ConfigurationErrorForTests: Error, CustomStringConvertible {
     let description: String
     init(_ description: String) { self.description = description }
+}
+
+/// The messages logged through a logger made by ``logger(_:)``, with their level and metadata.
+final class LogRecords: Sendable {
+    struct Entry: Sendable { var level: Logger.Level; var message: String; var metadata: Logger.Metadata }
+    private let entries = Mutex<[Entry]>([])
+    var all: [Entry] { entries.withLock { $0 } }
+
+    /// A logger at the `info` level, a server's default, that records into these records.
+    func logger(_ label: String = "NotesServer") -> Logger {
+        var logger = Logger(label: label) { _ in Handler(records: self) }
+        logger.logLevel = .info
+        return logger
+    }
+
+    func append(_ entry: Entry) { entries.withLock { $0.append(entry) } }
+
+    struct Handler: LogHandler {
+        let records: LogRecords
+        var metadata: Logger.Metadata = [:]
+        var logLevel: Logger.Level = .info
+        subscript(metadataKey key: String) -> Logger.Metadata.Value? {
+            get { metadata[key] }
+            set { metadata[key] = newValue }
+        }
+        func log(event: LogEvent) {
+            records.append(Entry(level: event.level, message: event.message.description, metadata: metadata.merging(event.metadata ?? [:]) { $1 }))
+        }
+    }
 }
 
 /// What the tests read of the answers (the dates are left out).
@@ -116,6 +147,91 @@ struct NotesServerTests {
         }
         try await container.shutdown()
         #expect(FileManager.default.fileExists(atPath: configuration.sqliteFile.path))
+    }
+
+    /// Creates `count` folders and `count` notes in them through `client`: every create answers 201
+    /// with an ID of its own, and the listings return them all.
+    static func createSeveral(
+        _ count: Int, through client: some TestClientProtocol, named prefix: String
+    ) async throws -> (folders: [FolderAnswer], notes: [NoteAnswer]) {
+        var folders: [FolderAnswer] = []
+        var notes: [NoteAnswer] = []
+        for i in 0..<count {
+            folders.append(try await client.send(.post, "/folders", #"{"name": "\#(prefix) folder \#(i)"}"#, as: FolderAnswer.self, expect: .created))
+        }
+        for (i, folder) in folders.enumerated() {
+            notes.append(try await client.send(
+                .post, "/notes", #"{"title": "\#(prefix) note \#(i)", "folder": "\#(folder.id)"}"#, as: NoteAnswer.self, expect: .created))
+        }
+        notes.append(try await client.send(.post, "/notes", #"{"title": "\#(prefix) loose note"}"#, as: NoteAnswer.self, expect: .created))
+        #expect(Set(folders.map(\.id)).count == folders.count)
+        #expect(Set(notes.map(\.id)).count == notes.count)
+        return (folders, notes)
+    }
+
+    @Test func severalFoldersAndNotesAreCreatedOnANewSQLiteStore() async throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("notesserver-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let configuration = NotesServerConfiguration(sqliteFile: folder.appendingPathComponent("Notes.sqlite"), port: 0)
+        let container = try NotesServer.container(configuration)
+        try await NotesServer.application(configuration, container: container).test(.router) { client in
+            let (folders, notes) = try await Self.createSeveral(3, through: client, named: "local")
+            let listed = try await client.send(.get, "/folders", as: [FolderAnswer].self)
+            #expect(listed == folders.map { FolderAnswer(id: $0.id, name: $0.name, noteCount: 1) })
+            #expect(Set(try await client.send(.get, "/notes", as: [NoteAnswer].self).map(\.id)) == Set(notes.map(\.id)))
+            for (i, folder) in folders.enumerated() {
+                #expect(try await client.send(.get, "/notes?folder=\(folder.id)", as: [NoteAnswer].self) == [notes[i]])
+            }
+        }
+        try await container.shutdown()
+    }
+
+    @Test func severalFoldersAndNotesAreCreatedByEachOfTwoInstancesOnANewDatabase() async throws {
+        let database = try TestPostgres.database()
+        let configuration = NotesServerConfiguration(postgres: database, port: 0)
+        let containerA = try NotesServer.container(configuration), containerB = try NotesServer.container(configuration)
+        let a = NotesServer.application(configuration, container: containerA), b = NotesServer.application(configuration, container: containerB)
+        try await a.test(.live) { clientA in
+            try await b.test(.live) { clientB in
+                let fromA = try await Self.createSeveral(3, through: clientA, named: "A")
+                let fromB = try await Self.createSeveral(3, through: clientB, named: "B")
+                let folders = fromA.folders + fromB.folders, notes = fromA.notes + fromB.notes
+                #expect(Set(folders.map(\.id)).count == 6)
+                #expect(Set(notes.map(\.id)).count == 8)
+                for client in [clientA, clientB] as [any TestClientProtocol] {
+                    #expect(Set(try await client.send(.get, "/folders", as: [FolderAnswer].self).map(\.id)) == Set(folders.map(\.id)))
+                    #expect(Set(try await client.send(.get, "/notes", as: [NoteAnswer].self).map(\.id)) == Set(notes.map(\.id)))
+                }
+            }
+        }
+        try await containerA.shutdown()
+        try await containerB.shutdown()
+    }
+
+    @Test func aServerErrorIsLoggedWithItsError() async throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("notesserver-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let configuration = NotesServerConfiguration(sqliteFile: folder.appendingPathComponent("Notes.sqlite"), port: 0)
+        let container = try NotesServer.container(configuration)
+        let records = LogRecords()
+        try await NotesServer.application(configuration, container: container, logger: records.logger()).test(.router) { client in
+            _ = try await client.send(.post, "/folders", #"{"name": "Inbox"}"#, as: FolderAnswer.self, expect: .created)
+            let missing = try await client.execute(uri: "/notes/\(UUID())", method: .get)
+            #expect(missing.status == .notFound)
+            #expect(records.all.filter { $0.level >= .error }.isEmpty, "answers below 500 are not logged: \(records.all.map(\.message))")
+
+            // A closed store: every request that needs it fails with a 500, which is logged with its error.
+            try await container.shutdown()
+            let failed = try await client.execute(uri: "/folders", method: .get)
+            #expect(failed.status == .internalServerError)
+            let errors = records.all.filter { $0.level == .error }
+            #expect(errors.count == 1)
+            let logged = try #require(errors.first)
+            #expect(logged.message.contains("GET /folders answered 500"))
+            #expect(logged.message.contains("shut down"), "the error is logged: \(logged.message)")
+            #expect(logged.metadata["error.type"] == "PersistentContainerError")
+            #expect(logged.metadata["hb.request.id"] != nil)
+        }
     }
 
     @Test func theCommandLineIsRead() throws {
