@@ -291,7 +291,7 @@ open class ManagedObject: Hashable, CustomStringConvertible {
                 fatalError("ObjectGraph: object \(objectID) is a fault with no context (its context was reset or deallocated); it cannot be read")
             }
             context.fulfillFault(self)
-        } else if state.readsAsFault {
+        } else if state.isFaultedInsert {
             // An inserted object turned into a fault: its values are here already.
             _ = state.useFaultedInsert()
         }

@@ -76,6 +76,8 @@ struct ObjectState: Equatable {
     var isFault: Bool { phase == .fault }
     /// What `ManagedObject.isFault` answers: a fault, or an inserted object turned into a fault.
     var readsAsFault: Bool { phase == .fault || marks.contains(.faultedInsert) }
+    /// An inserted object that `refresh(_:mergeChanges: false)` made a fault in name.
+    var isFaultedInsert: Bool { marks.contains(.faultedInsert) }
     var isInserted: Bool { phase == .inserted || phase == .deleted(.inserted) }
     var isUpdated: Bool { phase == .updated || phase == .deleted(.updated) }
     var isDeleted: Bool { if case .deleted = phase { true } else { false } }
