@@ -1,10 +1,10 @@
 /// A metric's target, and how a row of the report is held to it.
 ///
-/// The targets are issue 13's where it names one (insert, fetch, fault, cachehit, batched, update,
-/// merge; the typed variants are held to the key-value ones' targets), issue 16's for the batch
-/// requests, issue 17's for `frc_merge`, and issue 6's otherwise (predicate, readwrite).
+/// The targets are the project's speed targets: for insert, fetch, fault, cachehit, batched, update
+/// and merge (the typed variants are held to the key-value ones' targets), for the batch requests,
+/// for `frc_merge`, and for the predicate and readwrite rows (see the Benchmarks article).
 package struct BenchTarget: Sendable {
-    /// The target as the issue's table states it.
+    /// The target as the Benchmarks article's table states it.
     package let text: String
     /// The ways the row misses the target (empty when it is met); nil when there is nothing to judge.
     package let misses: @Sendable (BenchRow) -> [String]?

@@ -57,9 +57,9 @@ package enum Metric: String, CaseIterable, Codable, Sendable, ExpressibleByArgum
 /// metrics that share their data.
 package enum BenchWorkload: String, CaseIterable, Codable, Sendable, ExpressibleByArgument {
     case insert, fetch, fault, cachehit, batched, predicate, update, readwrite, merge
-    /// `batch_insert`, `batch_update`, `batch_delete`: batch requests against set-based SQL (issue 16).
+    /// `batch_insert`, `batch_update`, `batch_delete`: batch requests against set-based SQL.
     case batch
-    /// A fetched results controller over a large result merging another context's save (issue 17).
+    /// A fetched results controller over a large result merging another context's save.
     case frcMerge = "frc_merge"
 
     /// The metrics of the workload, in the order of the report.

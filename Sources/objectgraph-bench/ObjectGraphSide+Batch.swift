@@ -2,7 +2,7 @@ import Foundation
 import ObjectGraph
 import ObjectGraphBenchCore
 
-/// The batch rows (issue 16) through ObjectGraph's public API: `context.execute(_:)` with a
+/// The batch rows through ObjectGraph's public API: `context.execute(_:)` with a
 /// `BatchInsertRequest`, a `BatchUpdateRequest` or a `BatchDeleteRequest`, inside `performAndWait`
 /// of a private-queue context, as an importer or a purge would run them.
 extension ObjectGraphSide {

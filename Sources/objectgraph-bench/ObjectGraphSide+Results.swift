@@ -26,7 +26,7 @@ final class ResultsChangeCounter: FetchedResultsControllerDelegate {
     }
 }
 
-/// `frc_merge` (issue 17) through ObjectGraph's public API: a `FetchedResultsController` in a
+/// `frc_merge` through ObjectGraph's public API: a `FetchedResultsController` in a
 /// main-queue context, as a list view would have it, and a private-queue context that saves.
 extension ObjectGraphSide {
     func resultsMerge(rows: Int, changes: BenchResultsChanges) throws -> BenchSample? {

@@ -3,7 +3,7 @@ import Foundation
 import ObjectGraphCore
 
 /// Feeds ObjectGraph one input that used to crash it, in a process of its own, so a test can
-/// check that the process survives and reports the right error (issue 12's crash findings).
+/// check that the process survives and reports the right error (the crashes hostile input once caused).
 struct Hostile: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "_hostile", abstract: "Feed ObjectGraph an input that once crashed it (for ObjectGraph's tests).", shouldDisplay: false)

@@ -3,7 +3,7 @@ import Testing
 import ObjectGraph
 @testable import ObjectGraphCore
 
-/// Behaviours Apple's Core Data has that programs rely on (issue 12's findings, each a test).
+/// Behaviours Apple's Core Data has that programs rely on (each finding a test).
 @Suite("Core Data fidelity: notifications, merges, transients, refresh")
 struct CoreDataFidelityTests {
     typealias Observed = MergeTests.Observed
@@ -25,7 +25,7 @@ struct CoreDataFidelityTests {
         ])
     }
 
-    // MARK: Transients (items 8 and 10)
+    // MARK: Transients
 
     @Test(arguments: StoreKind.allCases)
     func aRequiredTransientHasItsDefaultAfterAFetchAndTheObjectSaves(_ kind: StoreKind) throws {
@@ -64,7 +64,7 @@ struct CoreDataFidelityTests {
         #expect(try other.existingObject(with: note.objectID).value(forKey: "draft") as? String == "none")
     }
 
-    // MARK: Notifications (item 11)
+    // MARK: Notifications
 
     @Test(arguments: StoreKind.allCases)
     func resetAndRefreshAllObjectsAndAnEmptySavePostTheirNotifications(_ kind: StoreKind) throws {
@@ -172,7 +172,7 @@ struct CoreDataFidelityTests {
         #expect(inserted.first?.value(forKey: "title") as? String == "child's")
     }
 
-    // MARK: Refresh and dictionaries (item 14)
+    // MARK: Refresh and dictionaries
 
     @Test(arguments: StoreKind.allCases)
     func refreshingASavedNewObjectWithoutMergingMakesItAFault(_ kind: StoreKind) throws {
@@ -200,7 +200,7 @@ struct CoreDataFidelityTests {
     }
 }
 
-/// The deadlock of issue 12 item 9: a main-queue parent saves while its private child (which
+/// A deadlock Core Data does not have: a main-queue parent saves while its private child (which
 /// merges automatically and holds a saved object) is waited for from the main queue.
 @Suite("Nesting: no deadlock when the main queue waits on an automatically merging child")
 struct NestingMainQueueMergeTests {
