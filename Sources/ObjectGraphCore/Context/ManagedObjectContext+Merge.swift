@@ -225,11 +225,13 @@ extension ManagedObjectContext {
         }
 
         if !(inserted.isEmpty && refreshed.isEmpty && deleted.isEmpty) {
+            isPostingMergeChanges = true
             NotificationCenter.default.post(name: Self.objectsDidChangeNotification, object: self, userInfo: [
                 NotificationKey.insertedObjects.rawValue: inserted,
                 NotificationKey.refreshedObjects.rawValue: refreshed,
                 NotificationKey.deletedObjects.rawValue: deleted,
             ])
+            isPostingMergeChanges = false
         }
         NotificationCenter.default.post(name: Self.didMergeChangesObjectIDsNotification, object: self, userInfo: [
             NotificationKey.insertedObjectIDs.rawValue: changes.insertedObjectIDs,

@@ -131,6 +131,10 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
     }
     /// Whether the context opened an undo group that the next `processPendingChanges()` closes.
     var isUndoGroupOpen = false
+    /// Whether the `objectsDidChangeNotification` being posted is a merge's, which
+    /// `didMergeChangesObjectIDsNotification` follows at once (fetched results controllers take the
+    /// two as one change).
+    var isPostingMergeChanges = false
     /// Whether the context merges the saves of its parent (for a child) or, for a context on a
     /// coordinator, of the other contexts on the same coordinator, as they happen. A child also
     /// follows the pushes of its siblings into the parent, and what the parent merges.

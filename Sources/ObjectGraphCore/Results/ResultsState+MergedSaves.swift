@@ -12,6 +12,8 @@ extension ResultsState {
     ///   enters the results, and one in the results is updated, moves or leaves. Registered objects
     ///   that are not faults took the saved values in the merge, which reported them.
     func contextDidMerge(_ info: [AnyHashable: Any]) {
+        let reported = pendingMerge
+        pendingMerge = nil
         guard objects != nil, let entity, let context else { return }
         let includesSubentities = self.includesSubentities
         func isResult(_ id: ManagedObjectID) -> Bool {
@@ -21,7 +23,7 @@ extension ResultsState {
         let updated = (info[ManagedObjectContext.NotificationKey.updatedObjectIDs.rawValue] as? Set<ManagedObjectID> ?? []).filter { id in
             isResult(id) && context.registeredObject(for: id)?.isFault != false
         }
-        guard !deleted.isEmpty || !updated.isEmpty else { return }
+        guard !deleted.isEmpty || !updated.isEmpty || reported != nil else { return }
         // The updated faults (in the results or not) are filled with the other changed objects; the
         // objects not registered are fetched if they match now. A fetch may process pending
         // changes first, which the results take: the results are read after it.
@@ -30,8 +32,8 @@ extension ResultsState {
         let found = fetchLimit > 0 ? [] : matching(unregistered, entity: entity, context: context)
         guard let current = objects else { return }
 
-        var relevant: [ManagedObject] = []
-        var changed = Set<ObjectIdentifier>(), leaving = Set<ObjectIdentifier>()
+        var relevant: [ManagedObject] = reported?.relevant ?? []
+        var changed = reported?.changed ?? [], leaving = Set<ObjectIdentifier>()
         func add(_ object: ManagedObject) {
             if changed.insert(ObjectIdentifier(object)).inserted { relevant.append(object) }
         }

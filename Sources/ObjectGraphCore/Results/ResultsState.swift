@@ -36,6 +36,10 @@ final class ResultsState {
     /// Whether the delegate implements `controller(_:didChangeContentWith:)`: set before each call
     /// of it, cleared by the protocol's default implementation.
     var delegateTakesDifferences = false
+    /// What a merge's `objectsDidChangeNotification` reported (the changed objects of the results'
+    /// entity, and their identities), kept for its `didMergeChangesObjectIDsNotification`, which
+    /// follows at once: the delegate hears the merge as one change.
+    var pendingMerge: (relevant: [ManagedObject], changed: Set<ObjectIdentifier>)?
     private(set) weak var context: ManagedObjectContext?
     private var observers: [any NSObjectProtocol] = []
     private var view: () -> FetchedResultsController<ManagedObject> = { fatalError("ObjectGraph: a FetchedResultsController was used before performFetch()") }
@@ -139,6 +143,11 @@ final class ResultsState {
             return apply(next, changed: changed, movesAreChanges: true)
         }
         guard !relevant.isEmpty else { return }
+        if context.isPostingMergeChanges {
+            // A merge's report: its ID notification follows at once, and the two are one change.
+            pendingMerge = (relevant, changed)
+            return
+        }
         take(relevant, changed: changed, into: current, context: context)
     }
 

@@ -277,6 +277,8 @@ extension FetchedResultsControllerTests {
         #expect(recorder.objectLines.contains("delete b 0.1>-"))
         #expect(recorder.objectLines.contains("insert x ->0.2"))
         #expect(recorder.objectLines.count == 2)
+        // One merge, one batch: what the merge reported and what its IDs added reach the delegate together.
+        #expect(recorder.lines.filter { $0 == "will" }.count == 1)
 
         // Into the context whose results are faults: b leaves, x enters, in one batch.
         unloaded.mergeChanges(fromContextDidSave: note)
