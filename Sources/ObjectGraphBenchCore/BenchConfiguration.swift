@@ -16,7 +16,7 @@ package enum BenchSynchronous: String, CaseIterable, Codable, Sendable, Expressi
     package var pragmaNumber: Int { self == .full ? 2 : 1 }
 }
 
-/// How big each workload is: the sizes, small ones for a smoke check (`--quick`), either
+/// How big each workload is: the full sizes, small ones for a smoke check (`--quick`), either
 /// scaled by `--scale`.
 package struct BenchSizes: Codable, Sendable {
     /// Objects inserted and saved by `insert`.
@@ -55,7 +55,7 @@ package struct BenchSizes: Codable, Sendable {
     /// Changes (updates that move objects, inserts, deletes) `frc_merge`'s controller merges.
     package var resultsChanges: Int
 
-    /// The sizes of the table.
+    /// The full sizes, as the Benchmarks article's table gives them.
     package static let full = BenchSizes(
         insert: 100_000, fetch: 200_000, randomReads: 20_000, batched: 1_000_000, batchSize: 100,
         predicateRows: 500_000, predicateQueries: 100, update: 10_000, singleSaves: 10_000,

@@ -53,7 +53,7 @@ package enum Metric: String, CaseIterable, Codable, Sendable, ExpressibleByArgum
     }
 }
 
-/// The workloads of the benchmark (issues 6, 13, 16 and 17), in the order they run: the groups of
+/// The workloads of the benchmark, in the order they run: the groups of
 /// metrics that share their data.
 package enum BenchWorkload: String, CaseIterable, Codable, Sendable, ExpressibleByArgument {
     case insert, fetch, fault, cachehit, batched, predicate, update, readwrite, merge

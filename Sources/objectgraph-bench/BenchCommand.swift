@@ -4,12 +4,12 @@ import ObjectGraph
 import ObjectGraphBenchCore
 import ObjectGraphPostgres
 
-/// `objectgraph-bench`: every workload of issues 6, 13, 16 and 17 through ObjectGraph, the raw SQLite
+/// `objectgraph-bench`: every workload of the Benchmarks article through ObjectGraph, the raw SQLite
 /// C API and GRDB, in one process, on the same file system, with the same pragmas; a table of
 /// medians, ratios, targets and peak memory.
 ///
 /// ```sh
-/// swift run -c release objectgraph-bench                      # the issue's sizes
+/// swift run -c release objectgraph-bench                      # the full sizes
 /// swift run -c release objectgraph-bench --quick --json b.json
 /// swift run -c release objectgraph-bench --scale 0.05          # every size × 0.05
 /// swift run -c release objectgraph-bench --only predicate --runs 7 --synchronous normal
@@ -32,7 +32,7 @@ enum BenchStoreKind: String, ExpressibleByArgument {
 struct BenchCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "objectgraph-bench",
-        abstract: "Compare ObjectGraph with the raw SQLite C API and GRDB, workload by workload (issues 6, 13, 16 and 17).",
+        abstract: "Compare ObjectGraph with the raw SQLite C API and GRDB, workload by workload.",
         subcommands: [BenchWorker.self, BenchRemoteChanges.self])
 
     /// Registers the PostgreSQL store (for `--store postgres` and its workers), then runs the command.

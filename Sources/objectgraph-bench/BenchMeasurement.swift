@@ -5,7 +5,7 @@ import ObjectGraphBenchCore
 /// does on one side.
 struct BenchMeasurement {
     let metric: Metric
-    /// What is timed, as the table says it.
+    /// What is timed, as the Benchmarks article's table says it.
     let summary: String
     let target: BenchTarget
     /// Whether each side runs it in a child process of its own, so that its memory peak is its own.

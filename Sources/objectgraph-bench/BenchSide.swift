@@ -4,7 +4,7 @@ import ObjectGraphBenchCore
 /// One way of running the workloads: ObjectGraph, the raw SQLite C API or GRDB.
 ///
 /// Each method prepares what it needs untimed (stores are seeded once, on first use, and kept in
-/// the side's folder), times only the work the table names, and returns what it saw.
+/// the side's folder), times only the work the Benchmarks article's table names, and returns what it saw.
 /// The sides never share a file; each uses the same `synchronous` setting and WAL.
 protocol BenchSide: AnyObject {
     var variant: BenchVariant { get }
