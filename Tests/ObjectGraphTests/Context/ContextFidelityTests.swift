@@ -95,8 +95,8 @@ struct ContextFidelityTests {
             try worker.save()
         }
         #expect(saverTimeline.all == ["objectsDidChange(inserted 1, updated 2)", "willSave", "didSave"])
-        // The merging context never materialized the notes it fetched as faults? It did fetch them:
-        // they are registered and not faults, so the merge refreshes them and reports the insert.
+        // The merging side reports once too: the notes it fetched are registered and not faults, so
+        // its one notification refreshes them and reports the insert.
         #expect(mergerTimeline.all.count == 1)
     }
 
