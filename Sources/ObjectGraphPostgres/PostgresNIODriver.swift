@@ -13,6 +13,33 @@ private func closeQuietly(_ connection: PostgresConnection) {
     connection.close().whenComplete { _ in withExtendedLifetime(connection) {} }
 }
 
+/// How long a caller waits for a connection to open, and for a statement's reply, before it takes
+/// the connection for lost: closes it (the server rolls back its transaction) and throws a
+/// connection error, rather than blocking its thread forever on a reply that never comes.
+enum PostgresDeadline {
+    static let connect: TimeAmount = .seconds(30)
+    static let reply: TimeAmount = .seconds(120)
+}
+
+extension EventLoopFuture where Value: Sendable {
+    /// The future's value, waiting at most `timeout`; after that, `onTimeout` runs (it should fail
+    /// the future, for example by closing its connection) and a connection error is thrown.
+    func wait(atMost timeout: TimeAmount, doing: @autoclosure () -> String, onTimeout: () -> Void) throws -> Value {
+        let done = DispatchSemaphore(value: 0)
+        let outcome = NIOLockedValueBox<Result<Value, any Error>?>(nil)
+        whenComplete { result in
+            outcome.withLockedValue { $0 = result }
+            done.signal()
+        }
+        if done.wait(timeout: .now() + .nanoseconds(Int(timeout.nanoseconds))) == .timedOut {
+            onTimeout()
+            let seconds = timeout.nanoseconds / 1_000_000_000
+            throw PostgresDriverError(kind: .connection, message: "no reply from the server within \(seconds) s while \(doing()); the connection was closed")
+        }
+        return try outcome.withLockedValue { $0! }.get()
+    }
+}
+
 /// The driver ``PersistentStoreCoordinator/registerPostgresStore()`` registers: PostgresNIO connections.
 final class PostgresNIODriverFactory: PostgresDriverFactory {
     static func connect(url: URL, maximumConnections: Int, logger: Logger) throws -> any PostgresDriver {
@@ -109,7 +136,11 @@ final class PostgresNIODriver: PostgresDriver, Sendable {
             return state.nextID
         }
         do {
-            return try PostgresConnection.connect(on: group.next(), configuration: configuration, id: id, logger: logger).wait()
+            let connecting = PostgresConnection.connect(on: group.next(), configuration: configuration, id: id, logger: logger)
+            return try connecting.wait(atMost: PostgresDeadline.connect, doing: "connecting") {
+                // A connection that opens after all is closed at once.
+                connecting.whenSuccess(closeQuietly)
+            }
         } catch {
             throw Self.translate(error)
         }
@@ -258,7 +289,8 @@ private struct Session: PostgresSession {
             }
         }
         do {
-            return try connection.query(PostgresQuery(unsafeSQL: sql, binds: binds), logger: logger).wait()
+            return try connection.query(PostgresQuery(unsafeSQL: sql, binds: binds), logger: logger)
+                .wait(atMost: PostgresDeadline.reply, doing: "running \(sql.prefix(80))") { closeQuietly(connection) }
         } catch {
             throw PostgresNIODriver.translate(error)
         }
@@ -311,7 +343,8 @@ private final class NIOListener: PostgresListener, Sendable {
         let handler = self.handler
         connection.addListener(channel: channel) { _, notification in handler(notification.payload) }
         do {
-            _ = try connection.query(PostgresQuery(unsafeSQL: "LISTEN \(Self.quote(channel))"), logger: Logger(label: "ObjectGraph.PostgreSQL")).wait()
+            _ = try connection.query(PostgresQuery(unsafeSQL: "LISTEN \(Self.quote(channel))"), logger: Logger(label: "ObjectGraph.PostgreSQL"))
+                .wait(atMost: PostgresDeadline.reply, doing: "starting to listen") { closeQuietly(connection) }
         } catch {
             closeQuietly(connection)
             throw PostgresNIODriver.translate(error)

@@ -1,8 +1,11 @@
 import Foundation
 import Logging
+import NIOCore
+import NIOPosix
 import Testing
 import ObjectGraph
 @testable import ObjectGraphCore
+@testable import ObjectGraphPostgres
 
 /// The PostgreSQL store without a registered driver (no server needed).
 @Suite("PostgreSQL driver registration")
@@ -15,6 +18,31 @@ struct PostgresDriverRegistrationTests {
             return (error as? ObjectGraphError)?.code == .unsupported && message.contains("product ObjectGraphPostgres")
                 && message.contains("PersistentStoreCoordinator.registerPostgresStore()")
         }
+    }
+
+    /// A statement whose reply never comes (a lost reply, a server that stopped answering) does not
+    /// block its caller forever: after the deadline the connection is closed and a connection error
+    /// says what was being waited for.
+    @Test func aReplyThatNeverComesIsAConnectionErrorAfterItsDeadline() {
+        let promise = MultiThreadedEventLoopGroup.singleton.next().makePromise(of: Int.self)
+        let closed = Protected(false)
+        #expect {
+            try promise.futureResult.wait(atMost: .milliseconds(50), doing: "running SELECT 1") {
+                closed.withLock { $0 = true }
+                promise.fail(ChannelError.alreadyClosed)
+            }
+        } throws: { error in
+            let error = error as? PostgresDriverError
+            return error?.kind == .connection && error?.message.contains("no reply from the server") == true
+                && error?.message.contains("running SELECT 1") == true
+        }
+        #expect(closed.withLock { $0 })
+    }
+
+    @Test func aReplyWithinItsDeadlineIsReturned() throws {
+        let loop = MultiThreadedEventLoopGroup.singleton.next()
+        let future = loop.scheduleTask(in: .milliseconds(10)) { 42 }.futureResult
+        #expect(try future.wait(atMost: .seconds(10), doing: "running SELECT 42") { Issue.record("timed out") } == 42)
     }
 }
 
