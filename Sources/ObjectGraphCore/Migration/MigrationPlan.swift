@@ -87,12 +87,12 @@ enum StoredModelIdentity: Sendable {
             try SQLiteStore.checkHeader(of: url)
             // Only the metadata: this runs each time a store is added with the migration options.
             let plist = try SQLiteStore.withReadOnlyConnection(to: url) { rows -> Data? in
-                let tables = try rows("SELECT name FROM sqlite_master WHERE type = 'table' AND name = '\(SQLiteSchema.metadataTable)'")
-                guard !tables.isEmpty, case .data(let data)? = try rows("SELECT Z_PLIST FROM \(SQLiteSchema.metadataTable) ORDER BY Z_VERSION LIMIT 1").first?.first
+                let tables = try rows("SELECT name FROM sqlite_master WHERE type = 'table' AND name = '\(CoreDataLayout.metadataTable)'")
+                guard !tables.isEmpty, case .data(let data)? = try rows("SELECT Z_PLIST FROM \(CoreDataLayout.metadataTable) ORDER BY Z_VERSION LIMIT 1").first?.first
                 else { return nil }
                 return data
             }
-            guard let metadata = plist.flatMap(SQLiteStoreMetadata.decode), let hashes = SQLiteStoreMetadata.versionHashes(in: metadata) else {
+            guard let metadata = plist.flatMap(CoreDataMetadata.decode), let hashes = CoreDataMetadata.versionHashes(in: metadata) else {
                 throw ObjectGraphError(
                     .migration, "The store at \(url.path) records no model version hashes, so the model it was written with is unknown; it was left as it was",
                     url: url)
@@ -176,7 +176,7 @@ enum MigrationPlanner {
             if let state = sqliteState {
                 let script = SQLiteMigrationScript(mapping: mapping, state: state)
                 text += "\n  SQL:\n" + script.text.split(separator: "\n").map { "    " + $0 }.joined(separator: "\n")
-                sqliteState = SQLiteFileState.after(SQLiteSchema(model: to.model), state: state)
+                sqliteState = SQLiteFileState.after(CoreDataLayout(model: to.model), state: state)
             }
             steps.append(MigrationPlan.Step(
                 kind: to.kind, sourceModel: from.model, destinationModel: to.model, label: to.stage?.label, description: text,

@@ -140,7 +140,7 @@ enum SQLiteMigration {
                 for (i, mapping) in mappings.enumerated() {
                     let state = try SQLiteFileState.read(db, url: url)
                     // Another process or coordinator may have migrated the store since it was planned.
-                    let hashes = SQLiteStoreMetadata.versionHashes(in: state.metadata)
+                    let hashes = CoreDataMetadata.versionHashes(in: state.metadata)
                     if i == 0, let last = mappings.last, hashes == last.destination.entityVersionHashesByName { return .commit }
                     guard hashes == mapping.source.entityVersionHashesByName else {
                         throw ObjectGraphError(

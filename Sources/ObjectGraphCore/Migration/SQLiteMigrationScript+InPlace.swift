@@ -9,10 +9,10 @@ import GRDB
 extension SQLiteMigrationScript {
     /// The statements of the step done in place, or nil when it needs the tables rebuilt.
     static func inPlace(
-        mapping: MigrationMapping, old: SQLiteSchema, new: SQLiteSchema, state: SQLiteFileState, create: [String]
+        mapping: MigrationMapping, old: CoreDataLayout, new: CoreDataLayout, state: SQLiteFileState, create: [String]
     ) -> [Statement]? {
         guard !state.sqliteVersion.lexicographicallyPrecedes([3, 35]) else { return nil }
-        let q = SQLiteSchema.quote
+        let q = CoreDataLayout.quote
         let newTables = Dictionary(create.compactMap(createdTable), uniquingKeysWith: { a, _ in a })
         let indexStatements = (create + new.userIndexStatements()).filter { createdIndex($0) != nil }
         var createTables: Set<String> = [], dropTables: [String] = [], managed: Set<String> = []
@@ -41,7 +41,7 @@ extension SQLiteMigrationScript {
                 guard let mapped = mapping.destination(of: was), mapped.rootEntity === root else { return nil }
             }
             let shared = oldRoot.selfAndDescendants.count > 1
-            var kept: Set<String> = [SQLiteSchema.primaryKeyColumn, SQLiteSchema.entityColumn, SQLiteSchema.versionColumn]
+            var kept: Set<String> = [CoreDataLayout.primaryKeyColumn, CoreDataLayout.entityColumn, CoreDataLayout.versionColumn]
             /// Keeps the old column `name` as `newName` (renamed when they differ).
             func keep(_ name: String, as newName: String) -> Bool {
                 guard existing.contains(name), !kept.contains(name) else { return false }
@@ -71,11 +71,11 @@ extension SQLiteMigrationScript {
                         let column = new.columnName(for: attribute)
                         let fallback = attribute.defaultStoredValue
                         if let was = mapping.source(of: attribute) as? AttributeDescription {
-                            guard SQLiteSchema.columnType(was.attributeType) == SQLiteSchema.columnType(attribute.attributeType),
+                            guard CoreDataLayout.columnType(was.attributeType) == CoreDataLayout.columnType(attribute.attributeType),
                                   keep(old.columnName(for: was), as: column) else { return nil }
                             if !attribute.isOptional && !fallback.isNull { fill(column, with: fallback, for: entity, onlyNil: true) }
                         } else {
-                            add(column, SQLiteSchema.columnType(attribute.attributeType))
+                            add(column, CoreDataLayout.columnType(attribute.attributeType))
                             if !fallback.isNull { fill(column, with: fallback, for: entity, onlyNil: false) }
                         }
                     } else if let relationship = property as? RelationshipDescription, !relationship.isToMany {
@@ -172,7 +172,7 @@ extension SQLiteMigrationScript {
         return statements
     }
 
-    /// The table a `CREATE TABLE` statement of ``SQLiteSchema`` creates, with its columns.
+    /// The table a `CREATE TABLE` statement of ``CoreDataLayout`` creates, with its columns.
     static func createdTable(_ sql: String) -> (name: String, columns: [String])? {
         let prefix = "CREATE TABLE \""
         guard sql.hasPrefix(prefix) else { return nil }
@@ -190,7 +190,7 @@ extension SQLiteMigrationScript {
         return (name, columns)
     }
 
-    /// The index a `CREATE [UNIQUE] INDEX` statement of ``SQLiteSchema`` creates, with its table.
+    /// The index a `CREATE [UNIQUE] INDEX` statement of ``CoreDataLayout`` creates, with its table.
     static func createdIndex(_ sql: String) -> (name: String, table: String)? {
         for prefix in ["CREATE INDEX IF NOT EXISTS \"", "CREATE INDEX \"", "CREATE UNIQUE INDEX IF NOT EXISTS \"", "CREATE UNIQUE INDEX \""]
         where sql.hasPrefix(prefix) {

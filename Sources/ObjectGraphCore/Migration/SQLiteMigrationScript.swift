@@ -61,25 +61,25 @@ struct SQLiteFileState: Sendable {
             if let name = text(row[0]), let table = text(row[1]) { state.indexes[table, default: []].append(name) }
         }
         state.sqliteVersion = (try rows("SELECT sqlite_version()").first.flatMap { text($0[0]) } ?? "").split(separator: ".").compactMap { Int($0) }
-        if tables.contains(SQLiteSchema.primaryKeyTable) {
+        if tables.contains(CoreDataLayout.primaryKeyTable) {
             var entities: [(number: Int64, name: String)] = []
-            for row in try rows("SELECT Z_ENT, Z_NAME, Z_MAX FROM \(SQLiteSchema.primaryKeyTable)") {
+            for row in try rows("SELECT Z_ENT, Z_NAME, Z_MAX FROM \(CoreDataLayout.primaryKeyTable)") {
                 guard let number = int(row[0]) else { continue }
                 if let name = text(row[1]) { entities.append((number, name)) }
                 state.maxKeys[Int(number)] = int(row[2]) ?? 0
             }
-            state.entityNumbers = try SQLiteSchema.entityNumbers(primaryKeyRows: entities, store: url)
+            state.entityNumbers = try CoreDataLayout.entityNumbers(primaryKeyRows: entities, store: url)
         }
-        if tables.contains(SQLiteSchema.metadataTable),
-           case .data(let plist)? = try rows("SELECT Z_PLIST FROM \(SQLiteSchema.metadataTable) ORDER BY Z_VERSION LIMIT 1").first?.first,
-           let metadata = SQLiteStoreMetadata.decode(plist) {
+        if tables.contains(CoreDataLayout.metadataTable),
+           case .data(let plist)? = try rows("SELECT Z_PLIST FROM \(CoreDataLayout.metadataTable) ORDER BY Z_VERSION LIMIT 1").first?.first,
+           let metadata = CoreDataMetadata.decode(plist) {
             state.metadata = metadata
         }
         return state
     }
 
     /// The state a migration to `schema` leaves (for planning the steps after it without running it).
-    static func after(_ schema: SQLiteSchema, state before: SQLiteFileState) -> SQLiteFileState {
+    static func after(_ schema: CoreDataLayout, state before: SQLiteFileState) -> SQLiteFileState {
         var state = SQLiteFileState()
         for (number, name, _) in schema.primaryKeyRows() { state.entityNumbers[name] = number }
         for statement in schema.createStatements() + schema.userIndexStatements() {
@@ -120,11 +120,11 @@ struct SQLiteMigrationScript: Sendable {
     static let asidePrefix = "ZMIGRATING_"
 
     init(mapping: MigrationMapping, state: SQLiteFileState) {
-        let old = SQLiteSchema(model: mapping.source, entityNumbers: state.entityNumbers, existingColumns: state.columns.isEmpty ? nil : state.columns)
-        let new = SQLiteSchema(model: mapping.destination)
-        let q = SQLiteSchema.quote
+        let old = CoreDataLayout(model: mapping.source, entityNumbers: state.entityNumbers, existingColumns: state.columns.isEmpty ? nil : state.columns)
+        let new = CoreDataLayout(model: mapping.destination)
+        let q = CoreDataLayout.quote
         let aside = Self.asidePrefix
-        func numbers(_ entities: [EntityDescription], _ schema: SQLiteSchema) -> String {
+        func numbers(_ entities: [EntityDescription], _ schema: CoreDataLayout) -> String {
             entities.map { String(schema.entityNumber(for: $0)) }.joined(separator: ", ")
         }
         /// The (source key, destination key, position) pairs of an old relationship, from the old tables.
@@ -326,37 +326,37 @@ struct SQLiteMigrationScript: Sendable {
         }
 
         // Z_PRIMARYKEY: the new entity numbers; a root's Z_MAX is at least the old one and the largest key.
-        statements.append(Statement(sql: "DELETE FROM \(SQLiteSchema.primaryKeyTable)"))
+        statements.append(Statement(sql: "DELETE FROM \(CoreDataLayout.primaryKeyTable)"))
         for (number, name, superentity) in new.primaryKeyRows() {
             guard let entity = mapping.destination.entitiesByName[name] else { continue }
             if entity.superentity == nil {
                 let oldMax = mapping.source(of: entity).flatMap { state.maxKeys[old.entityNumber(for: $0)] } ?? 0
                 statements.append(Statement(
-                    sql: "INSERT INTO \(SQLiteSchema.primaryKeyTable) (Z_ENT, Z_NAME, Z_SUPER, Z_MAX) VALUES (?, ?, ?, MAX(?, (SELECT IFNULL(MAX(Z_PK), 0) FROM \(q(new.tableName(for: entity))))))",
+                    sql: "INSERT INTO \(CoreDataLayout.primaryKeyTable) (Z_ENT, Z_NAME, Z_SUPER, Z_MAX) VALUES (?, ?, ?, MAX(?, (SELECT IFNULL(MAX(Z_PK), 0) FROM \(q(new.tableName(for: entity))))))",
                     arguments: [.int(Int64(number)), .string(name), .int(Int64(superentity)), .int(Int64(max(oldMax, 0)))]))
             } else {
                 statements.append(Statement(
-                    sql: "INSERT INTO \(SQLiteSchema.primaryKeyTable) (Z_ENT, Z_NAME, Z_SUPER, Z_MAX) VALUES (?, ?, ?, 0)",
+                    sql: "INSERT INTO \(CoreDataLayout.primaryKeyTable) (Z_ENT, Z_NAME, Z_SUPER, Z_MAX) VALUES (?, ?, ?, 0)",
                     arguments: [.int(Int64(number)), .string(name), .int(Int64(superentity))]))
             }
         }
         // The metadata: the new model's hashes and checksum over the old keys (the UUID stays).
         var metadata = state.metadata
-        for (key, value) in SQLiteStoreMetadata.new(model: mapping.destination) { metadata[key] = value }
-        let plist = (try? SQLiteStoreMetadata.encode(metadata)) ?? Data()
+        for (key, value) in CoreDataMetadata.new(model: mapping.destination) { metadata[key] = value }
+        let plist = (try? CoreDataMetadata.encode(metadata)) ?? Data()
         statements.append(Statement(
-            sql: "UPDATE \(SQLiteSchema.metadataTable) SET Z_PLIST = ? WHERE Z_VERSION = (SELECT MIN(Z_VERSION) FROM \(SQLiteSchema.metadataTable))",
+            sql: "UPDATE \(CoreDataLayout.metadataTable) SET Z_PLIST = ? WHERE Z_VERSION = (SELECT MIN(Z_VERSION) FROM \(CoreDataLayout.metadataTable))",
             arguments: [.data(plist)]))
         // The store records its new model, as Core Data caches it (the table is created for a
         // store written before stores recorded their model).
-        if state.columns[SQLiteSchema.modelCacheTable] == nil {
-            statements.append(Statement(sql: "CREATE TABLE \(SQLiteSchema.modelCacheTable) (Z_CONTENT BLOB)"))
+        if state.columns[CoreDataLayout.modelCacheTable] == nil {
+            statements.append(Statement(sql: "CREATE TABLE \(CoreDataLayout.modelCacheTable) (Z_CONTENT BLOB)"))
         } else {
-            statements.append(Statement(sql: "DELETE FROM \(SQLiteSchema.modelCacheTable)"))
+            statements.append(Statement(sql: "DELETE FROM \(CoreDataLayout.modelCacheTable)"))
         }
         if let cache = try? CompiledModelWriter.modelCacheContent(mapping.destination) {
             statements.append(Statement(
-                sql: "INSERT INTO \(SQLiteSchema.modelCacheTable) (Z_CONTENT) VALUES (?)", arguments: [.data(cache)]))
+                sql: "INSERT INTO \(CoreDataLayout.modelCacheTable) (Z_CONTENT) VALUES (?)", arguments: [.data(cache)]))
         }
     }
 

@@ -46,7 +46,7 @@ enum StoreUniqueness {
     ///   than `excluding` that holds `values` in `attributes`' columns, or nil.
     /// - Throws: ``ConstraintConflictError`` with every conflict found.
     static func check(
-        _ request: StoreSaveRequest, resolve: (ManagedObjectID) -> ManagedObjectID, store: PersistentStore, schema: SQLiteSchema,
+        _ request: StoreSaveRequest, resolve: (ManagedObjectID) -> ManagedObjectID, store: PersistentStore, schema: CoreDataLayout,
         find: (_ entity: EntityDescription, _ attributes: [AttributeDescription], _ values: [Value], _ excluding: Int64) throws -> (key: Int64, entityNumber: Int)?
     ) throws {
         var errors: [ObjectGraphError] = []

@@ -36,7 +36,7 @@ extension PersistentStore {
                 throw CoreDataModelFile.invalid(url, "the model recorded in the \(type) store is not a valid DEFLATE stream")
             }
             let model = try ManagedObjectModel(compiledModelData: data, source: url)
-            if let hashes = record.versionHashes, let reason = SQLiteStoreMetadata.incompatibility(of: hashes, with: model) {
+            if let hashes = record.versionHashes, let reason = CoreDataMetadata.incompatibility(of: hashes, with: model) {
                 throw CoreDataModelFile.invalid(url, "the model recorded in the \(type) store does not match its version hashes (\(reason))")
             }
             return model
@@ -56,10 +56,10 @@ extension PersistentStore {
         switch type {
         case .sqlite:
             guard let plist = try SQLiteStore.modelCache(at: url).metadata else { return nil }
-            guard let metadata = SQLiteStoreMetadata.decode(plist) else {
+            guard let metadata = CoreDataMetadata.decode(plist) else {
                 throw ObjectGraphError(.notADatabase, "The metadata of the store at \(url.path) (Z_METADATA.Z_PLIST) is not a property list; it was left as it was", url: url)
             }
-            return SQLiteStoreMetadata.versionHashes(in: metadata)
+            return CoreDataMetadata.versionHashes(in: metadata)
         case .binary, .xml:
             return try AtomicModelRecord.read(at: url, type: type).versionHashes
         default:

@@ -76,7 +76,7 @@ final class PredicateTestGraph {
     var tags: [FakeObject] = []
 
     var model: ManagedObjectModel { Self.model }
-    var schema: SQLiteSchema { database.schema }
+    var schema: CoreDataLayout { database.schema }
 
     init() throws {
         store = PersistentStore(
@@ -174,20 +174,20 @@ final class PredicateTestGraph {
         let pk = Int64(objects.count + 1)
         let object = FakeObject(entity: entity, id: ManagedObjectID(entity: entity, store: store, primaryKey: pk))
         object.values = values
-        var columns = [SQLiteSchema.primaryKeyColumn, SQLiteSchema.entityColumn, SQLiteSchema.versionColumn]
+        var columns = [CoreDataLayout.primaryKeyColumn, CoreDataLayout.entityColumn, CoreDataLayout.versionColumn]
         var arguments: [Value] = [.int(pk), .int(Int64(schema.entityNumber(for: entity))), .int(1)]
         for (key, value) in values.sorted(by: { $0.key < $1.key }) {
-            columns.append(SQLiteSchema.quote(schema.columnName(for: entity.attributesByName[key]!)))
+            columns.append(CoreDataLayout.quote(schema.columnName(for: entity.attributesByName[key]!)))
             arguments.append(value)
         }
         if let folder {
             object.toOne["folder"] = folder
             folder.toMany["notes", default: []].append(object)
-            columns.append(SQLiteSchema.quote(schema.columnName(for: entity.relationshipsByName["folder"]!)))
+            columns.append(CoreDataLayout.quote(schema.columnName(for: entity.relationshipsByName["folder"]!)))
             arguments.append(.objectID(folder.id))
         }
         try database.execute(
-            "INSERT INTO \(SQLiteSchema.quote(schema.tableName(for: entity))) (\(columns.joined(separator: ", "))) "
+            "INSERT INTO \(CoreDataLayout.quote(schema.tableName(for: entity))) (\(columns.joined(separator: ", "))) "
                 + "VALUES (\(columns.map { _ in "?" }.joined(separator: ", ")))",
             arguments)
         objects.append(object)
@@ -201,7 +201,7 @@ final class PredicateTestGraph {
             schema.storage(forToMany: entity("Note").relationshipsByName["tags"]!)
         else { throw ObjectGraphError(.invalidModel, "Note.tags should use a join table") }
         try database.execute(
-            "INSERT INTO \(SQLiteSchema.quote(table)) (\(SQLiteSchema.quote(source)), \(SQLiteSchema.quote(destination))) VALUES (?, ?)",
+            "INSERT INTO \(CoreDataLayout.quote(table)) (\(CoreDataLayout.quote(source)), \(CoreDataLayout.quote(destination))) VALUES (?, ?)",
             [.int(note.primaryKey), .int(tag.primaryKey)])
     }
 

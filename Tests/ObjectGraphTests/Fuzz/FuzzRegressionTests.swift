@@ -389,7 +389,7 @@ struct FuzzRegressionTests {
         #expect(notes.allSatisfy { $0.entity.name == "Note" }, "\(notes.map { $0.objectID })")
 
         // The same rule for a destination with sub-entities (and for a to-one's entity column).
-        let schema = SQLiteSchema(model: ManagedObjectModel(entities: [
+        let schema = CoreDataLayout(model: ManagedObjectModel(entities: [
             EntityDescription(name: "Animal", properties: [.attribute("name", .string)]),
             EntityDescription(name: "Dog", superentity: "Animal", properties: [.attribute("breed", .string)]),
             EntityDescription(name: "Bowl", properties: [.attribute("size", .integer16)]),

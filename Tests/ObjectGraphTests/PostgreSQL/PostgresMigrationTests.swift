@@ -19,7 +19,7 @@ struct PostgresMigrationTests {
                 "SELECT table_name FROM information_schema.tables WHERE table_schema = $1 ORDER BY table_name", [.text(schema)]
             ).compactMap { row -> String? in if case .text(let name) = row.first { name } else { nil } }
             for table in tables {
-                let rows = try session.query("SELECT * FROM \(SQLiteSchema.quote(schema)).\(SQLiteSchema.quote(table)) ORDER BY 1", [])
+                let rows = try session.query("SELECT * FROM \(CoreDataLayout.quote(schema)).\(CoreDataLayout.quote(table)) ORDER BY 1", [])
                 lines.append("\(table): \(rows.map { "\($0)" }.joined(separator: "; "))")
             }
             return lines

@@ -16,7 +16,7 @@ struct PostgresStoreTablesTests {
     private static func model() -> ManagedObjectModel { TestModels.notes(uniqueTagNames: true) }
 
     private func open(_ driver: any PostgresDriver, _ url: URL, _ model: ManagedObjectModel = Self.model()) throws -> [String: any Sendable] {
-        try PostgresStoreTables.open(driver, schema: SQLiteSchema(model: model), schemaName: PostgresStoreTables.schemaName(in: url), location: url.absoluteString).metadata
+        try PostgresStoreTables.open(driver, schema: CoreDataLayout(model: model), schemaName: PostgresStoreTables.schemaName(in: url), location: url.absoluteString).metadata
     }
 
     private func strings(_ driver: any PostgresDriver, _ sql: String, _ parameters: [PostgresValue] = []) throws -> [String] {
@@ -34,7 +34,7 @@ struct PostgresStoreTablesTests {
         #expect(metadata[PersistentStore.metadataTypeKey] as? String == "PostgreSQL")
         #expect(metadata[PersistentStore.metadataModelHashKey] as? String == Self.model().versionHash)
         let model = Self.model()
-        let schema = SQLiteSchema(model: model)
+        let schema = CoreDataLayout(model: model)
         let tables = try strings(driver, "SELECT table_name FROM information_schema.tables WHERE table_schema = 'public' ORDER BY 1")
         guard case .joinTable(let join, _, _, _, _) = schema.storage(forToMany: model.entitiesByName["Note"]!.relationshipsByName["tags"]!) else {
             Issue.record("Note.tags has no join table")

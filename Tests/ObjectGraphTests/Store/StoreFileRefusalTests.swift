@@ -61,11 +61,11 @@ struct StoreFileRefusalTests {
         let queue = try DatabaseQueue(path: url.path)
         try queue.write { db in
             // Core Data's metadata without its model version hashes (NSStoreModelVersionHashes).
-            let blob = try #require(try Data.fetchOne(db, sql: "SELECT Z_PLIST FROM \(SQLiteSchema.metadataTable)"))
+            let blob = try #require(try Data.fetchOne(db, sql: "SELECT Z_PLIST FROM \(CoreDataLayout.metadataTable)"))
             var metadata = try #require(try PropertyListSerialization.propertyList(from: blob, options: [], format: nil) as? [String: Any])
             #expect(metadata.removeValue(forKey: "NSStoreModelVersionHashes") != nil)
             let stripped = try PropertyListSerialization.data(fromPropertyList: metadata, format: .binary, options: 0)
-            try db.execute(sql: "UPDATE \(SQLiteSchema.metadataTable) SET Z_PLIST = ?", arguments: [stripped])
+            try db.execute(sql: "UPDATE \(CoreDataLayout.metadataTable) SET Z_PLIST = ?", arguments: [stripped])
         }
         try queue.close()
         try expectRefusal(at: url, .incompatibleModel)

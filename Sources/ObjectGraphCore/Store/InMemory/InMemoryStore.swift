@@ -20,7 +20,7 @@ final class InMemoryStore: StoreBackend {
             PersistentStore.metadataIdentifierKey: identifier,
             PersistentStore.metadataTypeKey: type.rawValue,
             PersistentStore.metadataModelHashKey: model.versionHash,
-            SQLiteStoreMetadata.versionHashesKey: model.entityVersionHashesByName,
+            CoreDataMetadata.versionHashesKey: model.entityVersionHashesByName,
         ]
         self.state = Protected(state ?? InMemoryState())
     }

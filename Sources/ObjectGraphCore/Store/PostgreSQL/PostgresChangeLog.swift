@@ -35,7 +35,7 @@ enum PostgresChangeLog {
 
     /// The text of a save's changes: one line per object, `i`, `u` or `d`, the entity number and
     /// the key, then for an update the names of the properties that changed.
-    static func encode(_ request: StoreSaveRequest, permanentIDs: [ManagedObjectID: ManagedObjectID], schema: SQLiteSchema) -> String {
+    static func encode(_ request: StoreSaveRequest, permanentIDs: [ManagedObjectID: ManagedObjectID], schema: CoreDataLayout) -> String {
         var updated: [ManagedObjectID: Set<String>] = [:]
         var lines: [String] = []
         func line(_ kind: String, _ id: ManagedObjectID, _ keys: [String] = []) {
@@ -65,7 +65,7 @@ enum PostgresChangeLog {
     }
 
     /// Reads a row's changes back as IDs of `store`; lines of entities the model lacks are skipped.
-    static func decode(_ text: String, number: Int64, author: String, schema: SQLiteSchema, store: PersistentStore) -> Entry {
+    static func decode(_ text: String, number: Int64, author: String, schema: CoreDataLayout, store: PersistentStore) -> Entry {
         var entry = Entry(number: number, author: author)
         for line in text.split(separator: "\n") {
             let parts = line.split(separator: " ")

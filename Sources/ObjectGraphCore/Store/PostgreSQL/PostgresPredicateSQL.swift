@@ -17,13 +17,13 @@ import Foundation
 /// another kind than the attribute's, decimals. The store then evaluates those with the same Swift
 /// code as every other store (see ``PostgresStore``).
 struct PostgresPredicateSQL {
-    let schema: SQLiteSchema
+    let schema: CoreDataLayout
     let entity: EntityDescription
     let store: PersistentStore
     /// The values of the `$n` placeholders, in order.
     private(set) var parameters: [PostgresValue] = []
 
-    init(schema: SQLiteSchema, entity: EntityDescription, store: PersistentStore, parameters: [PostgresValue] = []) {
+    init(schema: CoreDataLayout, entity: EntityDescription, store: PersistentStore, parameters: [PostgresValue] = []) {
         self.schema = schema
         self.entity = entity
         self.store = store
@@ -154,11 +154,11 @@ struct PostgresPredicateSQL {
             entityForKey = entity
         } else if let attribute = entity.propertiesByName[path[0]] as? AttributeDescription, !attribute.isTransient,
                   let k = self.kind(of: attribute.attributeType) {
-            column = "t0.\(SQLiteSchema.quote(schema.columnName(for: attribute)))"
+            column = "t0.\(CoreDataLayout.quote(schema.columnName(for: attribute)))"
             kind = k
         } else if let relationship = entity.propertiesByName[path[0]] as? RelationshipDescription, !relationship.isToMany,
                   let destination = relationship.destinationEntity {
-            column = "t0.\(SQLiteSchema.quote(schema.columnName(for: relationship)))"
+            column = "t0.\(CoreDataLayout.quote(schema.columnName(for: relationship)))"
             kind = .key
             entityForKey = destination
         } else {
@@ -216,7 +216,7 @@ struct PostgresPredicateSQL {
                   !attribute.isTransient, [.integer16, .integer32, .integer64, .boolean, .string].contains(attribute.attributeType),
                   !(descriptor.caseInsensitive && attribute.attributeType == .string)
             else { return nil }
-            let column = "t0.\(SQLiteSchema.quote(schema.columnName(for: attribute)))"
+            let column = "t0.\(CoreDataLayout.quote(schema.columnName(for: attribute)))"
             terms.append(descriptor.ascending ? "\(column) ASC NULLS FIRST" : "\(column) DESC NULLS LAST")
         }
         terms.append("t0.\"Z_PK\"")

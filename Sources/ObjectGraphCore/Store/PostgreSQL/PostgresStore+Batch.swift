@@ -83,7 +83,7 @@ extension PostgresStore {
         var assignments: [String] = []
         for (attribute, value) in attributes {
             parameters.append(try value.postgresParameter(for: attribute, entity: entity))
-            assignments.append("\(SQLiteSchema.quote(schema.columnName(for: attribute))) = $\(parameters.count)\(PostgresTableLayout.cast(attribute))")
+            assignments.append("\(CoreDataLayout.quote(schema.columnName(for: attribute))) = $\(parameters.count)\(SQLDialect.postgres.parameterCast(attribute))")
         }
         assignments.append("\"Z_OPT\" = t0.\"Z_OPT\" + 1")
         var sql = "UPDATE \(layout.table) AS t0 SET \(assignments.joined(separator: ", "))"
@@ -113,7 +113,7 @@ extension PostgresStore {
         var conditions: [String] = []
         for (attribute, value) in zip(attributes, values) {
             parameters.append(try value.postgresParameter(for: attribute, entity: owner))
-            conditions.append("\(SQLiteSchema.quote(schema.columnName(for: attribute))) = $\(parameters.count)\(PostgresTableLayout.cast(attribute))")
+            conditions.append("\(CoreDataLayout.quote(schema.columnName(for: attribute))) = $\(parameters.count)\(SQLDialect.postgres.parameterCast(attribute))")
         }
         let codes = owner.selfAndDescendants.map { String(schema.entityNumber(for: $0)) }.joined(separator: ",")
         count()
@@ -154,7 +154,7 @@ extension PostgresStore {
             for relationship in entity.declaredProperties.compactMap({ $0 as? RelationshipDescription }) where !relationship.isToMany {
                 guard let destination = relationship.destinationEntity, let gone = deletedKeys[destination.rootEntity.entityCode] else { continue }
                 let keys = gone.sorted()
-                let column = SQLiteSchema.quote(schema.columnName(for: relationship))
+                let column = CoreDataLayout.quote(schema.columnName(for: relationship))
                 let codes = entity.selfAndDescendants.map { String(schema.entityNumber(for: $0)) }.joined(separator: ",")
                 for start in stride(from: 0, to: keys.count, by: Self.chunkSize) {
                     let chunk = keys[start..<min(start + Self.chunkSize, keys.count)]
@@ -187,7 +187,7 @@ extension PostgresStore {
                     let chunk = keys[start..<min(start + Self.chunkSize, keys.count)]
                     count()
                     try session.execute(
-                        "DELETE FROM \(table(name)) WHERE \(SQLiteSchema.quote(destinationColumn)) IN (\(Self.placeholders(chunk.count)))", chunk.map { .int($0) })
+                        "DELETE FROM \(table(name)) WHERE \(CoreDataLayout.quote(destinationColumn)) IN (\(Self.placeholders(chunk.count)))", chunk.map { .int($0) })
                 }
             }
         }

@@ -70,7 +70,7 @@ extension PostgresStore {
         return try read("fetching \(request.entity.name)") { session in try fetch(request, layout: layout, store: store, session: session) }
     }
 
-    func fetch(_ request: StoreFetchRequest, layout: PostgresTableLayout, store: PersistentStore, session: any PostgresSession) throws -> [StoreRow] {
+    func fetch(_ request: StoreFetchRequest, layout: TableLayout, store: PersistentStore, session: any PostgresSession) throws -> [StoreRow] {
         // Keys only, unless values are wanted or memory has to evaluate or sort the rows.
         let keys = "t0.\"Z_PK\", t0.\"Z_ENT\", t0.\"Z_OPT\""
         var plan = try self.plan(request, columns: request.includesPropertyValues ? layout.selectList : keys, store: store)
@@ -167,12 +167,12 @@ extension PostgresStore {
             let sql: String
             switch schema.storage(forToMany: relationship) {
             case .foreignKey(let name, let column, let orderColumn):
-                let column = SQLiteSchema.quote(column)
-                let order = orderColumn.map { ", \(SQLiteSchema.quote($0))" } ?? ", \"Z_PK\""
+                let column = CoreDataLayout.quote(column)
+                let order = orderColumn.map { ", \(CoreDataLayout.quote($0))" } ?? ", \"Z_PK\""
                 sql = "SELECT \(column), \"Z_PK\", \"Z_ENT\" FROM \(table(name)) WHERE \(column) IN (\(marks)) ORDER BY \(column)\(order)"
             case .joinTable(let name, let sourceColumn, let destinationColumn, _, let orderColumn):
-                let (source, target) = (SQLiteSchema.quote(sourceColumn), SQLiteSchema.quote(destinationColumn))
-                let order = orderColumn.map { ", j.\(SQLiteSchema.quote($0))" } ?? ", j.\(target)"
+                let (source, target) = (CoreDataLayout.quote(sourceColumn), CoreDataLayout.quote(destinationColumn))
+                let order = orderColumn.map { ", j.\(CoreDataLayout.quote($0))" } ?? ", j.\(target)"
                 if destination.subentities.isEmpty {
                     sql = "SELECT j.\(source), j.\(target), \(schema.entityNumber(for: destination)) FROM \(table(name)) AS j WHERE j.\(source) IN (\(marks)) ORDER BY j.\(source)\(order)"
                 } else {

@@ -84,7 +84,7 @@ extension PostgresStore {
                 try session.execute("DROP TABLE \(table(name)) CASCADE", [])
             }
             try session.execute("DELETE FROM \(table(PostgresStoreTables.primaryKeyTable))", [])
-            try session.execute("SET LOCAL search_path TO \(SQLiteSchema.quote(schemaName))", [])
+            try session.execute("SET LOCAL search_path TO \(CoreDataLayout.quote(schemaName))", [])
             var numbers: [Int: Int64] = [:]
             for (code, key) in keys { numbers[schema.entityNumber(for: model.entitiesByCode[code])] = key }
             try PostgresStoreTables.createEntityTables(session, schema: schema, maxKeys: numbers)
@@ -92,7 +92,7 @@ extension PostgresStore {
             var recordedMetadata = metadata
             recordedMetadata[PersistentStore.metadataIdentifierKey] = nil
             try session.execute(
-                "UPDATE \(table(PostgresStoreTables.metadataTable)) SET \"Z_PLIST\" = $1", [.bytes(try SQLiteStoreMetadata.encode(recordedMetadata))])
+                "UPDATE \(table(PostgresStoreTables.metadataTable)) SET \"Z_PLIST\" = $1", [.bytes(try CoreDataMetadata.encode(recordedMetadata))])
             try PostgresStoreTables.writeModelCache(session, model: model, schemaName: schemaName)
         }
     }
@@ -100,8 +100,8 @@ extension PostgresStore {
     /// The version hashes the store's metadata records, read in `session`.
     private func storedVersionHashes(_ session: any PostgresSession) throws -> [String: Data]? {
         let rows = try session.query("SELECT \"Z_PLIST\" FROM \(table(PostgresStoreTables.metadataTable)) ORDER BY \"Z_VERSION\" LIMIT 1", [])
-        guard case .bytes(let plist)? = rows.first?.first, let metadata = SQLiteStoreMetadata.decode(plist) else { return nil }
-        return SQLiteStoreMetadata.versionHashes(in: metadata)
+        guard case .bytes(let plist)? = rows.first?.first, let metadata = CoreDataMetadata.decode(plist) else { return nil }
+        return CoreDataMetadata.versionHashes(in: metadata)
     }
 
     /// The model the store's `Z_MODELCACHE` records as the one that wrote it, or nil when the table is empty.

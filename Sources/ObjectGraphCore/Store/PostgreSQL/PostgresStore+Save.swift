@@ -92,9 +92,9 @@ extension PostgresStore {
                 count()
                 switch schema.storage(forToMany: relationship) {
                 case .joinTable(let name, let sourceColumn, _, _, _):
-                    try session.execute("DELETE FROM \(table(name)) WHERE \(SQLiteSchema.quote(sourceColumn)) = $1", [.int(pk)])
+                    try session.execute("DELETE FROM \(table(name)) WHERE \(CoreDataLayout.quote(sourceColumn)) = $1", [.int(pk)])
                 case .foreignKey(let name, let column, _):
-                    let column = SQLiteSchema.quote(column)
+                    let column = CoreDataLayout.quote(column)
                     try session.execute("UPDATE \(table(name)) SET \(column) = NULL WHERE \(column) = $1", [.int(pk)])
                 }
             }
@@ -137,11 +137,11 @@ extension PostgresStore {
                 let value = resolve(values[index])
                 values[index] = value
                 parameters.append(try value.postgresParameter(for: property, entity: object.entity))
-                let cast = (property as? AttributeDescription).map(PostgresTableLayout.cast) ?? ""
-                assignments.append("\(SQLiteSchema.quote(schema.columnName(for: property))) = $\(parameters.count)\(cast)")
+                let cast = (property as? AttributeDescription).map(SQLDialect.postgres.parameterCast) ?? ""
+                assignments.append("\(CoreDataLayout.quote(schema.columnName(for: property))) = $\(parameters.count)\(cast)")
                 if let relationship = property as? RelationshipDescription, let entityColumn = schema.entityColumnName(forToOne: relationship) {
                     if case .objectID(let destination) = value { parameters.append(.int(Int64(schema.entityNumber(for: destination.entity)))) } else { parameters.append(.null) }
-                    assignments.append("\(SQLiteSchema.quote(entityColumn)) = $\(parameters.count)")
+                    assignments.append("\(CoreDataLayout.quote(entityColumn)) = $\(parameters.count)")
                 }
             }
             assignments.append("\"Z_OPT\" = \"Z_OPT\" + 1")
@@ -160,9 +160,9 @@ extension PostgresStore {
             switch schema.storage(forToMany: change.relationship) {
             case .joinTable(let name, let sourceColumn, let destinationColumn, _, _):
                 try session.execute(
-                    "DELETE FROM \(table(name)) WHERE \(SQLiteSchema.quote(sourceColumn)) = $1 AND \(SQLiteSchema.quote(destinationColumn)) = $2", [.int(s), .int(d)])
+                    "DELETE FROM \(table(name)) WHERE \(CoreDataLayout.quote(sourceColumn)) = $1 AND \(CoreDataLayout.quote(destinationColumn)) = $2", [.int(s), .int(d)])
             case .foreignKey(let name, let column, _):
-                let column = SQLiteSchema.quote(column)
+                let column = CoreDataLayout.quote(column)
                 try session.execute("UPDATE \(table(name)) SET \(column) = NULL WHERE \"Z_PK\" = $1 AND \(column) = $2", [.int(d), .int(s)])
             }
         }
@@ -172,10 +172,10 @@ extension PostgresStore {
             switch schema.storage(forToMany: change.relationship) {
             case .joinTable(let name, let sourceColumn, let destinationColumn, _, _):
                 try session.execute(
-                    "INSERT INTO \(table(name)) (\(SQLiteSchema.quote(sourceColumn)), \(SQLiteSchema.quote(destinationColumn))) VALUES ($1, $2) ON CONFLICT DO NOTHING",
+                    "INSERT INTO \(table(name)) (\(CoreDataLayout.quote(sourceColumn)), \(CoreDataLayout.quote(destinationColumn))) VALUES ($1, $2) ON CONFLICT DO NOTHING",
                     [.int(s), .int(d)])
             case .foreignKey(let name, let column, _):
-                try session.execute("UPDATE \(table(name)) SET \(SQLiteSchema.quote(column)) = $1 WHERE \"Z_PK\" = $2", [.int(s), .int(d)])
+                try session.execute("UPDATE \(table(name)) SET \(CoreDataLayout.quote(column)) = $1 WHERE \"Z_PK\" = $2", [.int(s), .int(d)])
             }
         }
 
@@ -187,11 +187,11 @@ extension PostgresStore {
                 switch schema.storage(forToMany: ordering.relationship) {
                 case .foreignKey(let name, _, let orderColumn?):
                     count()
-                    try session.execute("UPDATE \(table(name)) SET \(SQLiteSchema.quote(orderColumn)) = $1 WHERE \"Z_PK\" = $2", [.int(Int64(position)), .int(d)])
+                    try session.execute("UPDATE \(table(name)) SET \(CoreDataLayout.quote(orderColumn)) = $1 WHERE \"Z_PK\" = $2", [.int(Int64(position)), .int(d)])
                 case .joinTable(let name, let sourceColumn, let destinationColumn, _, let orderColumn?):
                     count()
                     try session.execute(
-                        "UPDATE \(table(name)) SET \(SQLiteSchema.quote(orderColumn)) = $1 WHERE \(SQLiteSchema.quote(sourceColumn)) = $2 AND \(SQLiteSchema.quote(destinationColumn)) = $3",
+                        "UPDATE \(table(name)) SET \(CoreDataLayout.quote(orderColumn)) = $1 WHERE \(CoreDataLayout.quote(sourceColumn)) = $2 AND \(CoreDataLayout.quote(destinationColumn)) = $3",
                         [.int(Int64(position)), .int(s), .int(d)])
                 default:
                     break
@@ -249,7 +249,7 @@ extension PostgresStore {
             let columns = Set(attributes.map { schema.columnName(for: $0) }).sorted()
             count()
             try session.execute(
-                "UPDATE \(table(for: object.entity)) SET \(columns.map { "\(SQLiteSchema.quote($0)) = NULL" }.joined(separator: ", ")) WHERE \"Z_PK\" = $1",
+                "UPDATE \(table(for: object.entity)) SET \(columns.map { "\(CoreDataLayout.quote($0)) = NULL" }.joined(separator: ", ")) WHERE \"Z_PK\" = $1",
                 [.int(pk)])
         }
     }
@@ -261,7 +261,7 @@ extension PostgresStore {
             var conditions: [String] = []
             for (attribute, value) in zip(attributes, values) {
                 parameters.append(try value.postgresParameter(for: attribute, entity: e))
-                conditions.append("\(SQLiteSchema.quote(schema.columnName(for: attribute))) = $\(parameters.count)\(PostgresTableLayout.cast(attribute))")
+                conditions.append("\(CoreDataLayout.quote(schema.columnName(for: attribute))) = $\(parameters.count)\(SQLDialect.postgres.parameterCast(attribute))")
             }
             parameters.append(.int(excluding))
             count()

@@ -2,7 +2,7 @@ import Foundation
 import Logging
 import Synchronization
 
-/// The PostgreSQL store: Core Data's relational layout (``SQLiteSchema`` with
+/// The PostgreSQL store: Core Data's relational layout (``CoreDataLayout`` with
 /// ``SQLDialect/postgres``) in a schema of a PostgreSQL database, shared by every coordinator,
 /// process and machine that adds the same URL, through a pool of connections (the driver the
 /// program registered from ObjectGraphPostgres, over PostgresNIO).
@@ -19,12 +19,12 @@ final class PostgresStore: StoreBackend {
     /// The URL without its password, for messages.
     let location: String
     let model: ManagedObjectModel
-    let schema: SQLiteSchema
+    let schema: CoreDataLayout
     /// The PostgreSQL schema holding the store's tables.
     let schemaName: String
     let driver: any PostgresDriver
     let readOnly: Bool
-    let layouts: [Int: PostgresTableLayout]  // by root entity code
+    let layouts: [Int: TableLayout]  // by root entity code
     private let statements = Atomic<Int>(0)
     /// This store object's own name, written with each of its saves to the change log, so that its
     /// coordinator tells its own commits from others'.
@@ -52,7 +52,7 @@ final class PostgresStore: StoreBackend {
         self.location = shown?.string ?? "the PostgreSQL database"
         let schemaName = PostgresStoreTables.schemaName(in: url)
         self.schemaName = schemaName
-        let schema = SQLiteSchema(model: model)
+        let schema = CoreDataLayout(model: model)
         self.schema = schema
         let driver = try driver ?? PostgresDrivers.factory().connect(url: url, maximumConnections: max(1, maximumConnections), logger: logger)
         self.driver = driver
@@ -89,7 +89,7 @@ final class PostgresStore: StoreBackend {
         readOnly = true
         self.location = location
         self.schemaName = schemaName
-        schema = SQLiteSchema(model: model)
+        schema = CoreDataLayout(model: model)
         self.driver = driver
         identifier = ""
         metadata = [:]
@@ -97,25 +97,25 @@ final class PostgresStore: StoreBackend {
     }
 
     /// The layout of each root entity's table (by root entity code).
-    private static func layouts(of schema: SQLiteSchema, in schemaName: String) -> [Int: PostgresTableLayout] {
-        var layouts: [Int: PostgresTableLayout] = [:]
-        let quotedSchema = SQLiteSchema.quote(schemaName)
+    private static func layouts(of schema: CoreDataLayout, in schemaName: String) -> [Int: TableLayout] {
+        var layouts: [Int: TableLayout] = [:]
+        let quotedSchema = CoreDataLayout.quote(schemaName)
         for root in schema.model.entitiesByCode where root.superentity == nil {
-            layouts[root.entityCode] = PostgresTableLayout(root: root, schema: schema) { "\(quotedSchema).\(SQLiteSchema.quote($0))" }
+            layouts[root.entityCode] = TableLayout(root: root, schema: schema, dialect: .postgres) { "\(quotedSchema).\(CoreDataLayout.quote($0))" }
         }
         return layouts
     }
 
     /// The metadata a store of `model` records (Core Data's keys, the model's version hashes).
     static func metadata(of model: ManagedObjectModel, identifier: String) -> [String: any Sendable] {
-        var metadata = SQLiteStoreMetadata.new(model: model)
+        var metadata = CoreDataMetadata.new(model: model)
         metadata[PersistentStore.metadataTypeKey] = StoreType.postgres.rawValue
         metadata[PersistentStore.metadataIdentifierKey] = identifier
         return metadata
     }
 
     /// A table's name, qualified by the store's schema and quoted.
-    func table(_ name: String) -> String { "\(SQLiteSchema.quote(schemaName)).\(SQLiteSchema.quote(name))" }
+    func table(_ name: String) -> String { "\(CoreDataLayout.quote(schemaName)).\(CoreDataLayout.quote(name))" }
 
     /// The table of an entity (its root entity's).
     func table(for entity: EntityDescription) -> String { table(schema.tableName(for: entity)) }

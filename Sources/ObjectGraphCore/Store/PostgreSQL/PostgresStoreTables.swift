@@ -1,7 +1,7 @@
 import Foundation
 
 /// A PostgreSQL store's tables, in the schema its URL names (`?schema=`, else `public`): Core Data's
-/// relational layout (``SQLiteSchema``, with PostgreSQL's column types: ``SQLDialect/postgres``),
+/// relational layout (``CoreDataLayout``, with PostgreSQL's column types: ``SQLDialect/postgres``),
 /// `Z_PRIMARYKEY` (the largest key of each entity), and `Z_METADATA` (every name quoted, so kept in
 /// capitals) (the store's UUID and, as a
 /// binary property list, Core Data's metadata with the model's version hashes).
@@ -11,13 +11,13 @@ import Foundation
 /// transactional, so a failure leaves nothing behind); every other one reads the metadata, and a
 /// store written with another model is refused.
 enum PostgresStoreTables {
-    static let metadataTable = SQLiteSchema.metadataTable
-    static let primaryKeyTable = SQLiteSchema.primaryKeyTable
+    static let metadataTable = CoreDataLayout.metadataTable
+    static let primaryKeyTable = CoreDataLayout.primaryKeyTable
     /// The store's change log: one row per committed save (see ``PostgresChangeLog``).
     static let changeTable = "Z_OGCHANGE"
     /// The model that wrote the store, compiled as in an SQLite store's `Z_MODELCACHE`, so that a
     /// migration knows its source model without the app keeping it.
-    static let modelCacheTable = SQLiteSchema.modelCacheTable
+    static let modelCacheTable = CoreDataLayout.modelCacheTable
 
     /// What opening found: the store's metadata, and when the store was written with another
     /// model that the caller asked to migrate from, that model's version hashes.
@@ -44,11 +44,11 @@ enum PostgresStoreTables {
     /// - Parameter migrates: whether a store written with another model is reported to be migrated
     ///   (``Opened/migrateFrom``) rather than refused.
     static func open(
-        _ driver: any PostgresDriver, schema: SQLiteSchema, schemaName: String, location: String, migrates: Bool = false
+        _ driver: any PostgresDriver, schema: CoreDataLayout, schemaName: String, location: String, migrates: Bool = false
     ) throws -> Opened {
         do {
             return try driver.transaction(isolation: .readCommitted, readOnly: false) { session in
-                let quotedSchema = SQLiteSchema.quote(schemaName)
+                let quotedSchema = CoreDataLayout.quote(schemaName)
                 // One opener at a time per schema (the lock ends with the transaction).
                 _ = try session.query("SELECT pg_advisory_xact_lock(hashtext($1))", [.text("ObjectGraph store " + schemaName)])
                 try session.execute("CREATE SCHEMA IF NOT EXISTS \(quotedSchema)", [])
@@ -61,22 +61,22 @@ enum PostgresStoreTables {
                         .incompatibleModel,
                         "The schema \(schemaName) of \(location) holds tables (\(tables.prefix(3).joined(separator: ", "))) but no ObjectGraph store; give the store a schema of its own (?schema=NAME)")
                 }
-                let rows = try session.query("SELECT \"Z_UUID\", \"Z_PLIST\" FROM \(quotedSchema).\(SQLiteSchema.quote(metadataTable)) ORDER BY \"Z_VERSION\" LIMIT 1", [])
+                let rows = try session.query("SELECT \"Z_UUID\", \"Z_PLIST\" FROM \(quotedSchema).\(CoreDataLayout.quote(metadataTable)) ORDER BY \"Z_VERSION\" LIMIT 1", [])
                 guard let row = rows.first, case .text(let identifier) = row[0], case .bytes(let plist) = row[1],
-                      var metadata = SQLiteStoreMetadata.decode(plist)
+                      var metadata = CoreDataMetadata.decode(plist)
                 else {
                     throw ObjectGraphError(.incompatibleModel, "The store in schema \(schemaName) of \(location) has no readable metadata")
                 }
                 metadata[PersistentStore.metadataIdentifierKey] = identifier
-                if let hashes = SQLiteStoreMetadata.versionHashes(in: metadata),
-                   let problem = SQLiteStoreMetadata.incompatibility(of: hashes, with: schema.model) {
+                if let hashes = CoreDataMetadata.versionHashes(in: metadata),
+                   let problem = CoreDataMetadata.incompatibility(of: hashes, with: schema.model) {
                     if migrates { return Opened(metadata: metadata, migrateFrom: hashes) }
                     throw ObjectGraphError(
                         .incompatibleModel, "The store in schema \(schemaName) of \(location) was written with another model (\(problem))")
                 }
                 // Stores created before the change log and the model cache existed get them now.
                 if !tables.contains(changeTable) {
-                    try session.execute(changeTableStatement("\(quotedSchema).\(SQLiteSchema.quote(changeTable))"), [])
+                    try session.execute(changeTableStatement("\(quotedSchema).\(CoreDataLayout.quote(changeTable))"), [])
                 }
                 if !tables.contains(modelCacheTable) {
                     try writeModelCache(session, model: schema.model, schemaName: schemaName)
@@ -89,42 +89,42 @@ enum PostgresStoreTables {
     }
 
     /// Creates everything in the (empty) schema, in the caller's transaction.
-    private static func create(_ session: any PostgresSession, schema: SQLiteSchema, schemaName: String) throws -> [String: any Sendable] {
-        let quotedSchema = SQLiteSchema.quote(schemaName)
+    private static func create(_ session: any PostgresSession, schema: CoreDataLayout, schemaName: String) throws -> [String: any Sendable] {
+        let quotedSchema = CoreDataLayout.quote(schemaName)
         // Unqualified names below are the schema's.
         try session.execute("SET LOCAL search_path TO \(quotedSchema)", [])
-        try session.execute("CREATE TABLE \(SQLiteSchema.quote(primaryKeyTable)) (\"Z_ENT\" BIGINT PRIMARY KEY, \"Z_NAME\" TEXT, \"Z_SUPER\" BIGINT, \"Z_MAX\" BIGINT)", [])
-        try session.execute("CREATE TABLE \(SQLiteSchema.quote(metadataTable)) (\"Z_VERSION\" BIGINT PRIMARY KEY, \"Z_UUID\" TEXT, \"Z_PLIST\" BYTEA)", [])
-        try session.execute(changeTableStatement(SQLiteSchema.quote(changeTable)), [])
+        try session.execute("CREATE TABLE \(CoreDataLayout.quote(primaryKeyTable)) (\"Z_ENT\" BIGINT PRIMARY KEY, \"Z_NAME\" TEXT, \"Z_SUPER\" BIGINT, \"Z_MAX\" BIGINT)", [])
+        try session.execute("CREATE TABLE \(CoreDataLayout.quote(metadataTable)) (\"Z_VERSION\" BIGINT PRIMARY KEY, \"Z_UUID\" TEXT, \"Z_PLIST\" BYTEA)", [])
+        try session.execute(changeTableStatement(CoreDataLayout.quote(changeTable)), [])
         try writeModelCache(session, model: schema.model, schemaName: schemaName)
         try createEntityTables(session, schema: schema, maxKeys: [:])
         let identifier = UUID().uuidString
-        var metadata = SQLiteStoreMetadata.new(model: schema.model)
+        var metadata = CoreDataMetadata.new(model: schema.model)
         metadata[PersistentStore.metadataTypeKey] = StoreType.postgres.rawValue
         try session.execute(
-            "INSERT INTO \(SQLiteSchema.quote(metadataTable)) (\"Z_VERSION\", \"Z_UUID\", \"Z_PLIST\") VALUES (1, $1, $2)",
-            [.text(identifier), .bytes(try SQLiteStoreMetadata.encode(metadata))])
+            "INSERT INTO \(CoreDataLayout.quote(metadataTable)) (\"Z_VERSION\", \"Z_UUID\", \"Z_PLIST\") VALUES (1, $1, $2)",
+            [.text(identifier), .bytes(try CoreDataMetadata.encode(metadata))])
         metadata[PersistentStore.metadataIdentifierKey] = identifier
         return metadata
     }
 
     /// Creates the tables of the model's entities and relationships, and its rows of
     /// `Z_PRIMARYKEY` (with `maxKeys` by root entity code, else 0), in the schema `search_path` names.
-    static func createEntityTables(_ session: any PostgresSession, schema: SQLiteSchema, maxKeys: [Int: Int64]) throws {
+    static func createEntityTables(_ session: any PostgresSession, schema: CoreDataLayout, maxKeys: [Int: Int64]) throws {
         for statement in schema.createStatements(.postgres) + schema.userIndexStatements(.postgres) {
             try session.execute(statement, [])
         }
         for (number, name, superentity) in schema.primaryKeyRows() {
             let key = maxKeys[number] ?? 0
             try session.execute(
-                "INSERT INTO \(SQLiteSchema.quote(primaryKeyTable)) (\"Z_ENT\", \"Z_NAME\", \"Z_SUPER\", \"Z_MAX\") VALUES ($1, $2, $3, $4)",
+                "INSERT INTO \(CoreDataLayout.quote(primaryKeyTable)) (\"Z_ENT\", \"Z_NAME\", \"Z_SUPER\", \"Z_MAX\") VALUES ($1, $2, $3, $4)",
                 [.int(Int64(number)), .text(name), .int(Int64(superentity)), .int(key)])
         }
     }
 
     /// Records `model` as the store's (the table is made when missing; its row replaced).
     static func writeModelCache(_ session: any PostgresSession, model: ManagedObjectModel, schemaName: String) throws {
-        let table = "\(SQLiteSchema.quote(schemaName)).\(SQLiteSchema.quote(modelCacheTable))"
+        let table = "\(CoreDataLayout.quote(schemaName)).\(CoreDataLayout.quote(modelCacheTable))"
         try session.execute("CREATE TABLE IF NOT EXISTS \(table) (\"Z_CONTENT\" BYTEA)", [])
         try session.execute("DELETE FROM \(table)", [])
         try session.execute("INSERT INTO \(table) (\"Z_CONTENT\") VALUES ($1)", [.bytes(try CompiledModelWriter.modelCacheContent(model))])

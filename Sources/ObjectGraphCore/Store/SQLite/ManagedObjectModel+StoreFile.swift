@@ -40,9 +40,9 @@ extension ManagedObjectModel {
 
     /// Throws unless the model's version hashes are those the store's `Z_METADATA` records.
     func checkModelCache(against metadataPlist: Data?, of url: URL) throws {
-        if let metadataPlist, let metadata = SQLiteStoreMetadata.decode(metadataPlist),
-           let hashes = SQLiteStoreMetadata.versionHashes(in: metadata),
-           let reason = SQLiteStoreMetadata.incompatibility(of: hashes, with: self) {
+        if let metadataPlist, let metadata = CoreDataMetadata.decode(metadataPlist),
+           let hashes = CoreDataMetadata.versionHashes(in: metadata),
+           let reason = CoreDataMetadata.incompatibility(of: hashes, with: self) {
             throw CoreDataModelFile.invalid(url, "the model cached in Z_MODELCACHE does not match the store's version hashes (\(reason))")
         }
     }
@@ -64,10 +64,10 @@ extension SQLiteStore {
                 if case .string(let name) = row[0] { name } else { nil }
             }
             var blob: Data?, plist: Data?
-            if tables.contains(SQLiteSchema.modelCacheTable), case .data(let data)? = try rows("SELECT Z_CONTENT FROM \(SQLiteSchema.modelCacheTable) LIMIT 1").first?.first {
+            if tables.contains(CoreDataLayout.modelCacheTable), case .data(let data)? = try rows("SELECT Z_CONTENT FROM \(CoreDataLayout.modelCacheTable) LIMIT 1").first?.first {
                 blob = data
             }
-            if tables.contains(SQLiteSchema.metadataTable), case .data(let data)? = try rows("SELECT Z_PLIST FROM \(SQLiteSchema.metadataTable) LIMIT 1").first?.first {
+            if tables.contains(CoreDataLayout.metadataTable), case .data(let data)? = try rows("SELECT Z_PLIST FROM \(CoreDataLayout.metadataTable) LIMIT 1").first?.first {
                 plist = data
             }
             return (blob, plist)

@@ -56,13 +56,13 @@ final class SQLPredicateCompiler {
     typealias Options = PredicateComparison.Options
     typealias Operator = PredicateComparison.Operator
 
-    let schema: SQLiteSchema
+    let schema: CoreDataLayout
     let root: SQLScope
     private(set) var aliasCount: Int
     /// The rows the variables of the enclosing SUBQUERYs range over.
     private var variables: [String: SQLScope] = [:]
 
-    init(schema: SQLiteSchema, root: SQLScope, aliasCount: Int) {
+    init(schema: CoreDataLayout, root: SQLScope, aliasCount: Int) {
         self.schema = schema
         self.root = root
         self.aliasCount = aliasCount
@@ -326,7 +326,7 @@ final class SQLPredicateCompiler {
     private func expression(_ steps: ArraySlice<AnalyzedKeyPath.Step>, in scope: SQLScope) throws -> SQLExpression {
         guard let last = steps.last else {
             return SQLExpression(
-                fragment: "\(raw: scope.alias).\(raw: SQLiteSchema.primaryKeyColumn)", valueClass: .object(scope.entity))
+                fragment: "\(raw: scope.alias).\(raw: CoreDataLayout.primaryKeyColumn)", valueClass: .object(scope.entity))
         }
         let alias = try self.alias(following: steps.dropLast(), in: scope)
         switch last {
@@ -337,14 +337,14 @@ final class SQLPredicateCompiler {
                     "Transient attribute '\(attribute.name)' of entity '\(attribute.entity?.name ?? "?")' is not stored, so a fetch from an SQLite store cannot use it",
                     entityName: attribute.entity?.name, key: attribute.name)
             }
-            let column = "\(alias).\(SQLiteSchema.quote(schema.columnName(for: attribute)))"
+            let column = "\(alias).\(CoreDataLayout.quote(schema.columnName(for: attribute)))"
             let sql = attribute.attributeType == .decimal ? "CAST(\(column) AS REAL)" : column
             let isReal = [.double, .float, .date].contains(attribute.attributeType)
             return SQLExpression(fragment: SQLFragment(sql: sql), valueClass: SQLValueClass(attribute.attributeType), mayHoldNaN: isReal)
         case .toOne(let relationship):
             guard let destination = relationship.destinationEntity else { preconditionFailure("unresolved relationship") }
             return SQLExpression(
-                fragment: SQLFragment(sql: "\(alias).\(SQLiteSchema.quote(schema.columnName(for: relationship)))"),
+                fragment: SQLFragment(sql: "\(alias).\(CoreDataLayout.quote(schema.columnName(for: relationship)))"),
                 valueClass: .object(destination))
         case .toMany:
             preconditionFailure("to-many steps are compiled to subqueries")
@@ -367,8 +367,8 @@ final class SQLPredicateCompiler {
             }
             let joined = nextAlias()
             scope.joins.append(
-                "LEFT JOIN \(SQLiteSchema.quote(schema.tableName(for: destination))) AS \(joined) "
-                    + "ON \(joined).\(SQLiteSchema.primaryKeyColumn) = \(alias).\(SQLiteSchema.quote(schema.columnName(for: relationship)))")
+                "LEFT JOIN \(CoreDataLayout.quote(schema.tableName(for: destination))) AS \(joined) "
+                    + "ON \(joined).\(CoreDataLayout.primaryKeyColumn) = \(alias).\(CoreDataLayout.quote(schema.columnName(for: relationship)))")
             scope.joinAliases[key] = joined
             alias = joined
         }
@@ -391,27 +391,27 @@ final class SQLPredicateCompiler {
     private func subquery(_ toMany: ToMany, joiningDestination: Bool) -> Subquery {
         let relationship = toMany.relationship
         guard let destination = relationship.destinationEntity else { preconditionFailure("unresolved relationship") }
-        let pk = SQLiteSchema.primaryKeyColumn
+        let pk = CoreDataLayout.primaryKeyColumn
         switch schema.storage(forToMany: relationship) {
         case .foreignKey(let table, let column, _):
             let alias = nextAlias()
             return Subquery(
-                from: "\(SQLiteSchema.quote(table)) AS \(alias)",
-                correlation: "\(alias).\(SQLiteSchema.quote(column)) = \(toMany.sourceAlias).\(pk)",
+                from: "\(CoreDataLayout.quote(table)) AS \(alias)",
+                correlation: "\(alias).\(CoreDataLayout.quote(column)) = \(toMany.sourceAlias).\(pk)",
                 destinationID: SQLExpression(fragment: SQLFragment(sql: "\(alias).\(pk)"), valueClass: .object(destination)),
                 destination: SQLScope(alias: alias, entity: destination))
         case .joinTable(let table, let sourceColumn, let destinationColumn, _, _):
             let pairs = nextAlias()
             var subquery = Subquery(
-                from: "\(SQLiteSchema.quote(table)) AS \(pairs)",
-                correlation: "\(pairs).\(SQLiteSchema.quote(sourceColumn)) = \(toMany.sourceAlias).\(pk)",
+                from: "\(CoreDataLayout.quote(table)) AS \(pairs)",
+                correlation: "\(pairs).\(CoreDataLayout.quote(sourceColumn)) = \(toMany.sourceAlias).\(pk)",
                 destinationID: SQLExpression(
-                    fragment: SQLFragment(sql: "\(pairs).\(SQLiteSchema.quote(destinationColumn))"), valueClass: .object(destination)),
+                    fragment: SQLFragment(sql: "\(pairs).\(CoreDataLayout.quote(destinationColumn))"), valueClass: .object(destination)),
                 destination: nil)
             if joiningDestination {
                 let alias = nextAlias()
-                subquery.from += " JOIN \(SQLiteSchema.quote(schema.tableName(for: destination))) AS \(alias) "
-                    + "ON \(alias).\(pk) = \(pairs).\(SQLiteSchema.quote(destinationColumn))"
+                subquery.from += " JOIN \(CoreDataLayout.quote(schema.tableName(for: destination))) AS \(alias) "
+                    + "ON \(alias).\(pk) = \(pairs).\(CoreDataLayout.quote(destinationColumn))"
                 subquery.destination = SQLScope(alias: alias, entity: destination)
             }
             return subquery

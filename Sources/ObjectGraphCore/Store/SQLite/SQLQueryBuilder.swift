@@ -27,7 +27,7 @@ import GRDB
 /// `BEGINSWITH` (which becomes an index-friendly range) call the functions of ``SQLiteFunctions``,
 /// which must be registered on the connection.
 struct SQLQueryBuilder {
-    let schema: SQLiteSchema
+    let schema: CoreDataLayout
     /// The fetched entity: key paths start from it.
     let entity: EntityDescription
     /// The alias of the fetched entity's table.
@@ -39,7 +39,7 @@ struct SQLQueryBuilder {
     private var joinAliases: [String: String] = [:]
     private var aliasCount = 0
 
-    init(schema: SQLiteSchema, entity: EntityDescription) {
+    init(schema: CoreDataLayout, entity: EntityDescription) {
         self.schema = schema
         self.entity = entity
     }
@@ -99,7 +99,7 @@ struct SQLQueryBuilder {
     ///
     /// - Throws: what ``whereClause(for:)`` and ``orderByClause(for:)`` throw.
     static func selectStatement(
-        schema: SQLiteSchema, entity: EntityDescription, includesSubentities: Bool = true,
+        schema: CoreDataLayout, entity: EntityDescription, includesSubentities: Bool = true,
         predicate: FetchPredicate?, sortDescriptors: [FetchSortDescriptor] = [], columns: String = "t0.*",
         limit: Int? = nil, offset: Int? = nil
     ) throws -> (sql: String, arguments: [Value]) {
@@ -110,7 +110,7 @@ struct SQLQueryBuilder {
         }
         if let predicate { conditions.append("(" + (try builder.whereClause(for: predicate)) + ")") }
         let order = try builder.orderByClause(for: sortDescriptors)
-        var sql = "SELECT \(columns) FROM \(SQLiteSchema.quote(schema.tableName(for: entity))) AS \(builder.rootAlias)"
+        var sql = "SELECT \(columns) FROM \(CoreDataLayout.quote(schema.tableName(for: entity))) AS \(builder.rootAlias)"
         if !builder.joins.isEmpty { sql += " " + builder.joinClause() }
         if !conditions.isEmpty { sql += " WHERE " + conditions.joined(separator: " AND ") }
         if !order.isEmpty { sql += " ORDER BY " + order }

@@ -6,11 +6,11 @@ import GRDB
 /// An in-memory SQLite database with a model's schema and ``SQLiteFunctions`` registered, so
 /// tests can run generated SQL without importing GRDB.
 struct SQLQueryTestDatabase: Sendable {
-    let schema: SQLiteSchema
+    let schema: CoreDataLayout
     private let queue: DatabaseQueue
 
     init(model: ManagedObjectModel) throws {
-        schema = SQLiteSchema(model: model)
+        schema = CoreDataLayout(model: model)
         var configuration = Configuration()
         configuration.prepareDatabase { db in SQLiteFunctions.register(in: db) }
         queue = try DatabaseQueue(configuration: configuration)
@@ -65,7 +65,7 @@ struct SQLQueryTestDatabase: Sendable {
         }
         let statement = try SQLQueryBuilder.selectStatement(
             schema: schema, entity: entity, includesSubentities: includesSubentities, predicate: predicate,
-            sortDescriptors: sortDescriptors, columns: "t0.\(SQLiteSchema.primaryKeyColumn)")
+            sortDescriptors: sortDescriptors, columns: "t0.\(CoreDataLayout.primaryKeyColumn)")
         let keys = try integers(statement.sql, statement.arguments)
         return sortDescriptors.isEmpty ? keys.sorted() : keys
     }

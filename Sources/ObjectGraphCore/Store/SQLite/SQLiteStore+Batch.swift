@@ -64,10 +64,10 @@ extension SQLiteStore {
 
     private func batchInsert(_ entity: EntityDescription, _ rows: [BatchRow], store: PersistentStore, _ db: Database) throws -> StoreBatchResult {
         if let inserted = try insertNewRows(entity, rows, store: store, db) { return inserted }
-        let table = SQLiteSchema.quote(schema.tableName(for: entity))
+        let table = CoreDataLayout.quote(schema.tableName(for: entity))
         let plan = try BatchInsertPlan(entity: entity, rows: rows) { _, owner, attributes, values in
             let codes = owner.selfAndDescendants.map { String(schema.entityNumber(for: $0)) }.joined(separator: ",")
-            let conditions = attributes.map { "\(SQLiteSchema.quote(schema.columnName(for: $0))) = ?" }.joined(separator: " AND ")
+            let conditions = attributes.map { "\(CoreDataLayout.quote(schema.columnName(for: $0))) = ?" }.joined(separator: " AND ")
             count()
             let statement = try db.cachedStatement(sql: "SELECT Z_PK, Z_ENT FROM \(table) WHERE Z_ENT IN (\(codes)) AND \(conditions) LIMIT 1")
             let sqlite = statement.sqliteStatement
@@ -142,15 +142,15 @@ extension SQLiteStore {
             ids = try selectIDs(fetch, store: store, db)
             guard !ids.isEmpty, !values.isEmpty else { return StoreBatchResult(affected: ids, updated: values.isEmpty ? [] : ids) }
         }
-        let table = SQLiteSchema.quote(schema.tableName(for: entity))
+        let table = CoreDataLayout.quote(schema.tableName(for: entity))
         var assignments: [String] = []
         var assigned: [Value] = []
         for (name, value) in values {
             guard let attribute = entity.attributesByName[name] else { continue }
-            assignments.append("\(SQLiteSchema.quote(schema.columnName(for: attribute))) = ?")
+            assignments.append("\(CoreDataLayout.quote(schema.columnName(for: attribute))) = ?")
             assigned.append(try stored(value, for: attribute))
         }
-        assignments.append("\(SQLiteSchema.versionColumn) = \(SQLiteSchema.versionColumn) + 1")
+        assignments.append("\(CoreDataLayout.versionColumn) = \(CoreDataLayout.versionColumn) + 1")
         let set = assignments.joined(separator: ", ")
         // A predicate that joins other tables selects the keys in a subquery.
         let sql: String
@@ -216,11 +216,11 @@ extension SQLiteStore {
     private func checkUniqueness(afterUpdating entity: EntityDescription, names: Set<String>, _ db: Database) throws {
         for (owner, attributes) in uniquenessConstraints(touchedBy: entity, names: names) {
             let codes = owner.selfAndDescendants.map { String(schema.entityNumber(for: $0)) }.joined(separator: ",")
-            let columns = attributes.map { SQLiteSchema.quote(schema.columnName(for: $0)) }
+            let columns = attributes.map { CoreDataLayout.quote(schema.columnName(for: $0)) }
             let present = columns.map { "\($0) IS NOT NULL" }.joined(separator: " AND ")
             count()
             let sql = """
-                SELECT 1 FROM \(SQLiteSchema.quote(schema.tableName(for: owner))) WHERE Z_ENT IN (\(codes)) AND \(present) \
+                SELECT 1 FROM \(CoreDataLayout.quote(schema.tableName(for: owner))) WHERE Z_ENT IN (\(codes)) AND \(present) \
                 GROUP BY \(columns.joined(separator: ", ")) HAVING COUNT(*) > 1 LIMIT 1
                 """
             if try Int.fetchOne(db, sql: sql) != nil {
@@ -237,7 +237,7 @@ extension SQLiteStore {
         }
         guard !all.isEmpty else { return StoreBatchResult(affected: initial) }
         for (rootCode, keys) in keysByRoot(all) {
-            let table = SQLiteSchema.quote(schema.tableName(for: model.entitiesByCode[rootCode]))
+            let table = CoreDataLayout.quote(schema.tableName(for: model.entitiesByCode[rootCode]))
             try executeInChunks(keys, db) { "DELETE FROM \(table) WHERE Z_PK IN (\($0))" }
         }
         return try clearReferences(to: all, result: StoreBatchResult(affected: initial, deleted: all), store: store, db)
@@ -266,7 +266,7 @@ extension SQLiteStore {
     /// Runs `DELETE FROM "Root" AS t0 WHERE <condition>`; the number of rows it deleted.
     private func delete(_ fetch: StoreFetchRequest, where matching: (sql: String, arguments: [Value]), _ db: Database) throws -> Int {
         count()
-        try db.makeStatement(sql: "DELETE FROM \(SQLiteSchema.quote(schema.tableName(for: fetch.entity))) AS t0\(matching.sql)", arguments: matching.arguments)
+        try db.makeStatement(sql: "DELETE FROM \(CoreDataLayout.quote(schema.tableName(for: fetch.entity))) AS t0\(matching.sql)", arguments: matching.arguments)
             .execute()
         return db.changesCount
     }
@@ -295,25 +295,25 @@ extension SQLiteStore {
                     // those naming a deleted source are cleared.
                     guard let keys = keysByRoot[entity.rootEntity.entityCode] else { continue }
                     try executeInChunks(keys, db) {
-                        "UPDATE \(SQLiteSchema.quote(table)) SET \(SQLiteSchema.quote(column)) = NULL WHERE \(SQLiteSchema.quote(column)) IN (\($0))"
+                        "UPDATE \(CoreDataLayout.quote(table)) SET \(CoreDataLayout.quote(column)) = NULL WHERE \(CoreDataLayout.quote(column)) IN (\($0))"
                     }
                 } else if relationship.usesJoinTable {
                     // Join-table rows naming a deleted object, on either side.
                     guard case .joinTable(let table, let sourceColumn, let destinationColumn, _, _) = schema.storage(forToMany: relationship) else { continue }
                     for (column, root) in [(sourceColumn, entity.rootEntity!), (destinationColumn, destination.rootEntity!)] as [(String, EntityDescription)] {
                         guard let keys = keysByRoot[root.entityCode] else { continue }
-                        try executeInChunks(keys, db) { "DELETE FROM \(SQLiteSchema.quote(table)) WHERE \(column) IN (\($0))" }
+                        try executeInChunks(keys, db) { "DELETE FROM \(CoreDataLayout.quote(table)) WHERE \(column) IN (\($0))" }
                     }
                 } else if !relationship.isToMany, let keys = keysByRoot[destination.rootEntity.entityCode] {
                     // Surviving rows whose to-one pointed at a deleted row: cleared, with a new version.
-                    let table = SQLiteSchema.quote(schema.tableName(for: entity))
-                    let column = SQLiteSchema.quote(schema.columnName(for: relationship))
+                    let table = CoreDataLayout.quote(schema.tableName(for: entity))
+                    let column = CoreDataLayout.quote(schema.columnName(for: relationship))
                     var clear = "\(column) = NULL"
-                    if let entityColumn = schema.entityColumnName(forToOne: relationship) { clear += ", \(SQLiteSchema.quote(entityColumn)) = NULL" }
+                    if let entityColumn = schema.entityColumnName(forToOne: relationship) { clear += ", \(CoreDataLayout.quote(entityColumn)) = NULL" }
                     try forEachChunk(keys) { chunk, marks in
                         count()
                         let statement = try db.cachedStatement(sql: """
-                            UPDATE \(table) SET \(clear), \(SQLiteSchema.versionColumn) = \(SQLiteSchema.versionColumn) + 1 \
+                            UPDATE \(table) SET \(clear), \(CoreDataLayout.versionColumn) = \(CoreDataLayout.versionColumn) + 1 \
                             WHERE \(column) IN (\(marks)) RETURNING Z_PK, Z_ENT
                             """)
                         statement.setUncheckedArguments(StatementArguments(chunk))
@@ -337,24 +337,24 @@ extension SQLiteStore {
         if relationship.isToMany {
             switch schema.storage(forToMany: relationship) {
             case .foreignKey(let table, let column, _):
-                sql = { "SELECT \(SQLiteSchema.quote(column)), Z_PK, Z_ENT FROM \(SQLiteSchema.quote(table)) WHERE \(SQLiteSchema.quote(column)) IN (\($0))" }
+                sql = { "SELECT \(CoreDataLayout.quote(column)), Z_PK, Z_ENT FROM \(CoreDataLayout.quote(table)) WHERE \(CoreDataLayout.quote(column)) IN (\($0))" }
             case .joinTable(let table, let sourceColumn, let destinationColumn, _, _):
                 // Core Data's join tables hold no entity numbers: the destinations' table does.
-                let (source, target) = (SQLiteSchema.quote(sourceColumn), SQLiteSchema.quote(destinationColumn))
+                let (source, target) = (CoreDataLayout.quote(sourceColumn), CoreDataLayout.quote(destinationColumn))
                 if destination.subentities.isEmpty {
                     let number = schema.entityNumber(for: destination)
-                    sql = { "SELECT j.\(source), j.\(target), \(number) FROM \(SQLiteSchema.quote(table)) AS j WHERE j.\(source) IN (\($0))" }
+                    sql = { "SELECT j.\(source), j.\(target), \(number) FROM \(CoreDataLayout.quote(table)) AS j WHERE j.\(source) IN (\($0))" }
                 } else {
-                    let destinationTable = SQLiteSchema.quote(schema.tableName(for: destination))
+                    let destinationTable = CoreDataLayout.quote(schema.tableName(for: destination))
                     sql = {
-                        "SELECT j.\(source), j.\(target), d.Z_ENT FROM \(SQLiteSchema.quote(table)) AS j JOIN \(destinationTable) AS d ON d.Z_PK = j.\(target) WHERE j.\(source) IN (\($0))"
+                        "SELECT j.\(source), j.\(target), d.Z_ENT FROM \(CoreDataLayout.quote(table)) AS j JOIN \(destinationTable) AS d ON d.Z_PK = j.\(target) WHERE j.\(source) IN (\($0))"
                     }
                 }
             }
         } else {
-            let column = SQLiteSchema.quote(schema.columnName(for: relationship))
-            let entityColumn = schema.entityColumnName(forToOne: relationship).map(SQLiteSchema.quote) ?? "NULL"
-            let table = SQLiteSchema.quote(schema.tableName(for: relationship.entity ?? destination))
+            let column = CoreDataLayout.quote(schema.columnName(for: relationship))
+            let entityColumn = schema.entityColumnName(forToOne: relationship).map(CoreDataLayout.quote) ?? "NULL"
+            let table = CoreDataLayout.quote(schema.tableName(for: relationship.entity ?? destination))
             sql = { "SELECT Z_PK, \(column), \(entityColumn) FROM \(table) WHERE Z_PK IN (\($0)) AND \(column) IS NOT NULL" }
         }
         try forEachChunk(Array(bySource.keys)) { chunk, marks in
@@ -392,7 +392,7 @@ extension SQLiteStore {
         for id in ids { if let pk = id.primaryKey { byRoot[id.entity.rootEntity.entityCode, default: []].append(pk) } }
         var found: [ManagedObjectID: ManagedObjectID] = [:]
         for (rootCode, keys) in byRoot {
-            let table = SQLiteSchema.quote(schema.tableName(for: model.entitiesByCode[rootCode]))
+            let table = CoreDataLayout.quote(schema.tableName(for: model.entitiesByCode[rootCode]))
             try forEachChunk(keys) { chunk, marks in
                 count()
                 let cursor = try Row.fetchCursor(db, sql: "SELECT Z_PK, Z_ENT FROM \(table) WHERE Z_PK IN (\(marks))", arguments: StatementArguments(chunk))

@@ -18,7 +18,7 @@ extension SQLiteStore {
         guard let layout = layouts[request.entity.rootEntity.entityCode] else { return [] }
         let columns = request.includesPropertyValues ? layout.selectList : "t0.Z_PK, t0.Z_ENT"
         let (sql, arguments) = try select(request, columns: columns)
-        let model = self.model
+        let externalData = self.externalData
         return try readOne("fetching \(request.entity.name)") { db in
             sqlLog?.logPlan(of: sql, arguments: arguments, db)
             count()
@@ -29,7 +29,7 @@ extension SQLiteStore {
             if request.includesPropertyValues {
                 let sqlite = statement.sqliteStatement
                 while try cursor.next() != nil {
-                    if let storeRow = try layout.read(sqlite, store: store, model: model) { rows.append(storeRow) }
+                    if let storeRow = try layout.read(sqlite, store: store, externalData: externalData) { rows.append(storeRow) }
                 }
             } else {
                 while let row = try cursor.next() {
@@ -85,7 +85,7 @@ extension SQLiteStore {
             guard let pk = id.primaryKey else { continue }
             byRoot[id.entity.rootEntity.entityCode, default: []].append(pk)
         }
-        let model = self.model
+        let externalData = self.externalData
         let single = byRoot.count == 1 && (byRoot.first?.value.count ?? 0) <= Self.chunkSize
         return try (single ? readOne : read)("reading objects") { db in
             var result: [ManagedObjectID: Snapshot] = [:]
@@ -95,15 +95,15 @@ extension SQLiteStore {
                 for start in stride(from: 0, to: keys.count, by: Self.chunkSize) {
                     let chunk = keys[start..<min(start + Self.chunkSize, keys.count)]
                     let sql = chunk.count == 1
-                        ? "SELECT \(layout.selectList) FROM \(SQLiteSchema.quote(layout.table)) AS t0 WHERE t0.Z_PK = ?"
-                        : "SELECT \(layout.selectList) FROM \(SQLiteSchema.quote(layout.table)) AS t0 WHERE t0.Z_PK IN (\(Array(repeating: "?", count: chunk.count).joined(separator: ",")))"
+                        ? "SELECT \(layout.selectList) FROM \(layout.table) AS t0 WHERE t0.Z_PK = ?"
+                        : "SELECT \(layout.selectList) FROM \(layout.table) AS t0 WHERE t0.Z_PK IN (\(Array(repeating: "?", count: chunk.count).joined(separator: ",")))"
                     count()
                     let statement = try db.cachedStatement(sql: sql)
                     statement.setUncheckedArguments(StatementArguments(Array(chunk)))
                     let cursor = try Row.fetchCursor(statement)
                     let sqlite = statement.sqliteStatement
                     while try cursor.next() != nil {
-                        if let storeRow = try layout.read(sqlite, store: store, model: model), let snapshot = storeRow.snapshot {
+                        if let storeRow = try layout.read(sqlite, store: store, externalData: externalData), let snapshot = storeRow.snapshot {
                             result[storeRow.id] = snapshot
                         }
                     }
@@ -131,19 +131,19 @@ extension SQLiteStore {
                 let sql: String
                 switch storage {
                 case .foreignKey(let table, let column, let orderColumn):
-                    let order = orderColumn.map { ", \(SQLiteSchema.quote($0))" } ?? ", Z_PK"
-                    sql = "SELECT \(SQLiteSchema.quote(column)), Z_PK, Z_ENT FROM \(SQLiteSchema.quote(table)) WHERE \(SQLiteSchema.quote(column)) IN (\(marks)) ORDER BY \(SQLiteSchema.quote(column))\(order)"
+                    let order = orderColumn.map { ", \(CoreDataLayout.quote($0))" } ?? ", Z_PK"
+                    sql = "SELECT \(CoreDataLayout.quote(column)), Z_PK, Z_ENT FROM \(CoreDataLayout.quote(table)) WHERE \(CoreDataLayout.quote(column)) IN (\(marks)) ORDER BY \(CoreDataLayout.quote(column))\(order)"
                 case .joinTable(let table, let sourceColumn, let destinationColumn, _, let orderColumn):
                     // Core Data's join tables hold no entity numbers: read them from the destinations' table
                     // when the destination has sub-entities.
-                    let (source, target) = (SQLiteSchema.quote(sourceColumn), SQLiteSchema.quote(destinationColumn))
-                    let order = orderColumn.map { ", j.\(SQLiteSchema.quote($0))" } ?? ", j.\(target)"
+                    let (source, target) = (CoreDataLayout.quote(sourceColumn), CoreDataLayout.quote(destinationColumn))
+                    let order = orderColumn.map { ", j.\(CoreDataLayout.quote($0))" } ?? ", j.\(target)"
                     if destination.subentities.isEmpty {
-                        sql = "SELECT j.\(source), j.\(target), \(schema.entityNumber(for: destination)) FROM \(SQLiteSchema.quote(table)) AS j WHERE j.\(source) IN (\(marks)) ORDER BY j.\(source)\(order)"
+                        sql = "SELECT j.\(source), j.\(target), \(schema.entityNumber(for: destination)) FROM \(CoreDataLayout.quote(table)) AS j WHERE j.\(source) IN (\(marks)) ORDER BY j.\(source)\(order)"
                     } else {
                         sql = """
-                            SELECT j.\(source), j.\(target), d.Z_ENT FROM \(SQLiteSchema.quote(table)) AS j \
-                            JOIN \(SQLiteSchema.quote(schema.tableName(for: destination))) AS d ON d.Z_PK = j.\(target) \
+                            SELECT j.\(source), j.\(target), d.Z_ENT FROM \(CoreDataLayout.quote(table)) AS j \
+                            JOIN \(CoreDataLayout.quote(schema.tableName(for: destination))) AS d ON d.Z_PK = j.\(target) \
                             WHERE j.\(source) IN (\(marks)) ORDER BY j.\(source)\(order)
                             """
                     }

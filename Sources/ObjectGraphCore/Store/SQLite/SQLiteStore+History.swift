@@ -31,7 +31,7 @@ extension SQLiteStore {
     }
 
     /// Creates the history tables a store lacks, and the tombstone columns its model needs.
-    static func createHistoryTables(in db: Database, schema: SQLiteSchema) throws {
+    static func createHistoryTables(in db: Database, schema: CoreDataLayout) throws {
         let tombstones = schema.model.entities.map { preservedAttributes(of: $0).count }.max() ?? 0
         try db.execute(sql: """
             CREATE TABLE IF NOT EXISTS ACHANGE ( Z_PK INTEGER PRIMARY KEY, Z_ENT INTEGER, Z_OPT INTEGER, ZCHANGETYPE INTEGER, ZENTITY INTEGER, ZENTITYPK INTEGER, ZTRANSACTIONID INTEGER, ZCOLUMNS BLOB );
@@ -122,7 +122,7 @@ extension SQLiteStore {
     }
 
     /// The SQL of the tombstone triggers, or nil when no entity preserves an attribute.
-    static func tombstoneTriggerSQL(schema: SQLiteSchema) -> String? {
+    static func tombstoneTriggerSQL(schema: CoreDataLayout) -> String? {
         var sql = "CREATE TEMP TABLE IF NOT EXISTS og_tombstone (pk INTEGER, ent INTEGER, name TEXT, value);\n"
         var any = false
         for root in schema.model.entities where root.superentity == nil {
@@ -136,9 +136,9 @@ extension SQLiteStore {
             any = true
             let table = schema.tableName(for: root)
             let selects = attributes.map { attribute in
-                "SELECT OLD.Z_PK, OLD.Z_ENT, '\(attribute.name)', OLD.\(SQLiteSchema.quote(schema.columnName(for: attribute)))"
+                "SELECT OLD.Z_PK, OLD.Z_ENT, '\(attribute.name)', OLD.\(CoreDataLayout.quote(schema.columnName(for: attribute)))"
             }.joined(separator: " UNION ALL ")
-            sql += "CREATE TEMP TRIGGER IF NOT EXISTS og_tombstone_\(table) BEFORE DELETE ON main.\(SQLiteSchema.quote(table)) BEGIN INSERT INTO og_tombstone \(selects); END;\n"
+            sql += "CREATE TEMP TRIGGER IF NOT EXISTS og_tombstone_\(table) BEFORE DELETE ON main.\(CoreDataLayout.quote(table)) BEGIN INSERT INTO og_tombstone \(selects); END;\n"
         }
         return any ? sql : nil
     }

@@ -85,14 +85,14 @@ extension SQLiteStore {
 
         let tables = try rows("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name").map { text($0[0]) }
         if tables.isEmpty { return nil }
-        guard tables.contains(SQLiteSchema.metadataTable) else {
+        guard tables.contains(CoreDataLayout.metadataTable) else {
             throw ObjectGraphError(
                 .incompatibleModel,
                 "The file at \(path) is an SQLite database with tables (\(tables.prefix(3).joined(separator: ", "))), but not a Core Data or ObjectGraph store; it was left as it was",
                 url: url)
         }
-        let row = try rows("SELECT Z_PLIST, Z_UUID FROM \(SQLiteSchema.metadataTable) ORDER BY Z_VERSION LIMIT 1").first
-        guard case .data(let data)? = row?.first, var metadata = SQLiteStoreMetadata.decode(data) else {
+        let row = try rows("SELECT Z_PLIST, Z_UUID FROM \(CoreDataLayout.metadataTable) ORDER BY Z_VERSION LIMIT 1").first
+        guard case .data(let data)? = row?.first, var metadata = CoreDataMetadata.decode(data) else {
             throw ObjectGraphError(
                 .incompatibleModel, "The store at \(path) has no readable metadata (Z_METADATA.Z_PLIST); it was left as it was", url: url)
         }
@@ -100,30 +100,30 @@ extension SQLiteStore {
         if metadata[PersistentStore.metadataIdentifierKey] == nil, let uuid = row.map({ text($0[1]) }), !uuid.isEmpty {
             metadata[PersistentStore.metadataIdentifierKey] = uuid
         }
-        guard let hashes = SQLiteStoreMetadata.versionHashes(in: metadata) else {
+        guard let hashes = CoreDataMetadata.versionHashes(in: metadata) else {
             throw ObjectGraphError(
                 .incompatibleModel,
                 "The store at \(path) has no model version hashes in its metadata, so the model it was written with is unknown; it was left as it was",
                 url: url)
         }
-        if let reason = SQLiteStoreMetadata.incompatibility(of: hashes, with: model) {
+        if let reason = CoreDataMetadata.incompatibility(of: hashes, with: model) {
             throw ObjectGraphError(
                 .incompatibleModel,
                 "The store at \(path) was written with another model (\(reason)); open it with the model version that wrote it, or migrate it",
                 url: url)
         }
         var numbers: [String: Int] = [:]
-        if tables.contains(SQLiteSchema.primaryKeyTable) {
-            let entities = try rows("SELECT Z_ENT, Z_NAME FROM \(SQLiteSchema.primaryKeyTable)").compactMap { row -> (number: Int64, name: String)? in
+        if tables.contains(CoreDataLayout.primaryKeyTable) {
+            let entities = try rows("SELECT Z_ENT, Z_NAME FROM \(CoreDataLayout.primaryKeyTable)").compactMap { row -> (number: Int64, name: String)? in
                 if row.count == 2, case .int(let n) = row[0] { (n, text(row[1])) } else { nil }
             }
-            numbers = try SQLiteSchema.entityNumbers(primaryKeyRows: entities, store: url)
+            numbers = try CoreDataLayout.entityNumbers(primaryKeyRows: entities, store: url)
         }
         var columns: [String: [String]] = [:]
         for table in tables {
             columns[table] = try rows("SELECT name FROM pragma_table_info(\(Value.quoteLiteral(table)))").map { text($0[0]) }
             // Read the first row of every table, so a damaged file is refused now rather than at a fetch.
-            _ = try rows("SELECT 1 FROM \(SQLiteSchema.quote(table)) LIMIT 1")
+            _ = try rows("SELECT 1 FROM \(CoreDataLayout.quote(table)) LIMIT 1")
         }
         let history = tables.filter { ["ATRANSACTION", "ACHANGE", "ATRANSACTIONSTRING"].contains($0) }
         return ExistingFile(metadata: metadata, entityNumbers: numbers, columns: columns, historyTables: history)

@@ -16,14 +16,14 @@ extension SQLiteStore {
         count(2)
         let number = schema.entityNumber(for: root)
         var current = try Int64.fetchOne(
-            db.cachedStatement(sql: "SELECT Z_MAX FROM \(SQLiteSchema.primaryKeyTable) WHERE Z_ENT = ?"), arguments: [number])
+            db.cachedStatement(sql: "SELECT Z_MAX FROM \(CoreDataLayout.primaryKeyTable) WHERE Z_ENT = ?"), arguments: [number])
         if current == nil || current! < 0 {
             count()
-            let largest = try Int64.fetchOne(db, sql: "SELECT MAX(Z_PK) FROM \(SQLiteSchema.quote(schema.tableName(for: root)))") ?? 0
+            let largest = try Int64.fetchOne(db, sql: "SELECT MAX(Z_PK) FROM \(CoreDataLayout.quote(schema.tableName(for: root)))") ?? 0
             current = max(current ?? 0, largest)
         }
         let first = current! + 1
-        try db.cachedStatement(sql: "INSERT OR REPLACE INTO \(SQLiteSchema.primaryKeyTable) (Z_ENT, Z_NAME, Z_SUPER, Z_MAX) VALUES (?, ?, 0, ?)")
+        try db.cachedStatement(sql: "INSERT OR REPLACE INTO \(CoreDataLayout.primaryKeyTable) (Z_ENT, Z_NAME, Z_SUPER, Z_MAX) VALUES (?, ?, 0, ?)")
             .execute(arguments: [number, root.name, first + Int64(n) - 1])
         return first
     }
@@ -66,7 +66,7 @@ extension SQLiteStore {
         let unreferenced = (try? pool.read { db in
             try files.released.filter { released in
                 try Int.fetchOne(db, sql: """
-                    SELECT 1 FROM \(SQLiteSchema.quote(released.table)) WHERE \(SQLiteSchema.quote(released.column)) = ? LIMIT 1
+                    SELECT 1 FROM \(CoreDataLayout.quote(released.table)) WHERE \(CoreDataLayout.quote(released.column)) = ? LIMIT 1
                     """, arguments: [released.reference]) == nil
             }
         }) ?? []
@@ -80,7 +80,7 @@ extension SQLiteStore {
         for attribute in attributes {
             let column = schema.columnName(for: attribute)
             count()
-            if let reference = try Data.fetchOne(db, sql: "SELECT \(SQLiteSchema.quote(column)) FROM \(SQLiteSchema.quote(table)) WHERE Z_PK = ?", arguments: [pk]),
+            if let reference = try Data.fetchOne(db, sql: "SELECT \(CoreDataLayout.quote(column)) FROM \(CoreDataLayout.quote(table)) WHERE Z_PK = ?", arguments: [pk]),
                SQLiteExternalData.fileName(inStored: .data(reference)) != nil {
                 files.released.append((table, column, reference))
             }
@@ -125,7 +125,7 @@ extension SQLiteStore {
             for start in stride(from: 0, to: list.count, by: Self.chunkSize) {
                 let chunk = list[start..<min(start + Self.chunkSize, list.count)].map(\.0)
                 count()
-                let sql = "SELECT Z_PK, Z_OPT FROM \(SQLiteSchema.quote(layout.table)) WHERE Z_PK IN (\(Array(repeating: "?", count: chunk.count).joined(separator: ",")))"
+                let sql = "SELECT Z_PK, Z_OPT FROM \(layout.table) WHERE Z_PK IN (\(Array(repeating: "?", count: chunk.count).joined(separator: ",")))"
                 for row in try Row.fetchAll(db, sql: sql, arguments: StatementArguments(chunk)) {
                     versions[row[0]] = row[1]
                 }
@@ -145,19 +145,19 @@ extension SQLiteStore {
         for object in request.deleted {
             guard let pk = object.id.primaryKey, let layout = layouts[object.entity.rootEntity.entityCode] else { continue }
             if usesExternalStorage {
-                try releaseExternalFiles(of: object.entity.attributes.filter(\.usesExternalStorage), table: layout.table, pk: pk, files: files, db: db)
+                try releaseExternalFiles(of: object.entity.attributes.filter(\.usesExternalStorage), table: layout.tableName, pk: pk, files: files, db: db)
             }
             count()
-            try db.cachedStatement(sql: "DELETE FROM \(SQLiteSchema.quote(layout.table)) WHERE Z_PK = ?").execute(arguments: [pk])
+            try db.cachedStatement(sql: "DELETE FROM \(layout.table) WHERE Z_PK = ?").execute(arguments: [pk])
             for relationship in object.entity.relationships where relationship.usesJoinTable {
                 count()
                 switch schema.storage(forToMany: relationship) {
                 case .joinTable(let table, let sourceColumn, _, _, _):
-                    try db.cachedStatement(sql: "DELETE FROM \(SQLiteSchema.quote(table)) WHERE \(SQLiteSchema.quote(sourceColumn)) = ?")
+                    try db.cachedStatement(sql: "DELETE FROM \(CoreDataLayout.quote(table)) WHERE \(CoreDataLayout.quote(sourceColumn)) = ?")
                         .execute(arguments: [pk])
                 case .foreignKey(let table, let column, _):
                     // A to-many without an inverse: its hidden foreign key in the destinations' rows.
-                    try db.cachedStatement(sql: "UPDATE \(SQLiteSchema.quote(table)) SET \(SQLiteSchema.quote(column)) = NULL WHERE \(SQLiteSchema.quote(column)) = ?")
+                    try db.cachedStatement(sql: "UPDATE \(CoreDataLayout.quote(table)) SET \(CoreDataLayout.quote(column)) = NULL WHERE \(CoreDataLayout.quote(column)) = ?")
                         .execute(arguments: [pk])
                 }
             }
@@ -208,7 +208,7 @@ extension SQLiteStore {
                 let changedExternal = object.entity.attributes.filter {
                     $0.usesExternalStorage && (object.changedIndices.isEmpty || object.changedIndices.contains($0.index))
                 }
-                try releaseExternalFiles(of: changedExternal, table: layout.table, pk: pk, files: files, db: db)
+                try releaseExternalFiles(of: changedExternal, table: layout.tableName, pk: pk, files: files, db: db)
             }
             for index in object.changedIndices {
                 let property = object.entity.properties[index]
@@ -216,17 +216,17 @@ extension SQLiteStore {
                 if let relationship = property as? RelationshipDescription, relationship.isToMany { continue }
                 let value = resolve(values[index])
                 values[index] = value
-                assignments.append("\(SQLiteSchema.quote(schema.columnName(for: property))) = ?")
+                assignments.append("\(CoreDataLayout.quote(schema.columnName(for: property))) = ?")
                 arguments.append(try stored(value, for: property, files: files))
                 if let relationship = property as? RelationshipDescription, let entityColumn = schema.entityColumnName(forToOne: relationship) {
-                    assignments.append("\(SQLiteSchema.quote(entityColumn)) = ?")
+                    assignments.append("\(CoreDataLayout.quote(entityColumn)) = ?")
                     if case .objectID(let destination) = value { arguments.append(.int(Int64(schema.entityNumber(for: destination.entity)))) } else { arguments.append(.null) }
                 }
             }
             assignments.append("Z_OPT = Z_OPT + 1")
             arguments.append(.int(pk))
             count()
-            let statement = try db.cachedStatement(sql: "UPDATE \(SQLiteSchema.quote(layout.table)) SET \(assignments.joined(separator: ", ")) WHERE Z_PK = ?")
+            let statement = try db.cachedStatement(sql: "UPDATE \(layout.table) SET \(assignments.joined(separator: ", ")) WHERE Z_PK = ?")
             let sqlite = statement.sqliteStatement
             sqlite3_reset(sqlite)
             for (i, argument) in arguments.enumerated() { try bind(argument, to: sqlite, at: CInt(i + 1), db) }
@@ -247,10 +247,10 @@ extension SQLiteStore {
             switch schema.storage(forToMany: change.relationship) {
             case .joinTable(let table, let sourceColumn, let destinationColumn, _, _):
                 try db.cachedStatement(sql: """
-                    DELETE FROM \(SQLiteSchema.quote(table)) WHERE \(SQLiteSchema.quote(sourceColumn)) = ? AND \(SQLiteSchema.quote(destinationColumn)) = ?
+                    DELETE FROM \(CoreDataLayout.quote(table)) WHERE \(CoreDataLayout.quote(sourceColumn)) = ? AND \(CoreDataLayout.quote(destinationColumn)) = ?
                     """).execute(arguments: [s, d])
             case .foreignKey(let table, let column, _):
-                try db.cachedStatement(sql: "UPDATE \(SQLiteSchema.quote(table)) SET \(SQLiteSchema.quote(column)) = NULL WHERE Z_PK = ? AND \(SQLiteSchema.quote(column)) = ?")
+                try db.cachedStatement(sql: "UPDATE \(CoreDataLayout.quote(table)) SET \(CoreDataLayout.quote(column)) = NULL WHERE Z_PK = ? AND \(CoreDataLayout.quote(column)) = ?")
                     .execute(arguments: [d, s])
             }
         }
@@ -260,10 +260,10 @@ extension SQLiteStore {
             switch schema.storage(forToMany: change.relationship) {
             case .joinTable(let table, let sourceColumn, let destinationColumn, _, _):
                 try db.cachedStatement(sql: """
-                    INSERT OR IGNORE INTO \(SQLiteSchema.quote(table)) (\(SQLiteSchema.quote(sourceColumn)), \(SQLiteSchema.quote(destinationColumn))) VALUES (?, ?)
+                    INSERT OR IGNORE INTO \(CoreDataLayout.quote(table)) (\(CoreDataLayout.quote(sourceColumn)), \(CoreDataLayout.quote(destinationColumn))) VALUES (?, ?)
                     """).execute(arguments: [s, d])
             case .foreignKey(let table, let column, _):
-                try db.cachedStatement(sql: "UPDATE \(SQLiteSchema.quote(table)) SET \(SQLiteSchema.quote(column)) = ? WHERE Z_PK = ?")
+                try db.cachedStatement(sql: "UPDATE \(CoreDataLayout.quote(table)) SET \(CoreDataLayout.quote(column)) = ? WHERE Z_PK = ?")
                     .execute(arguments: [s, d])
             }
         }
@@ -273,7 +273,7 @@ extension SQLiteStore {
             guard let s = resolve(ordering.source).primaryKey else { continue }
             switch schema.storage(forToMany: ordering.relationship) {
             case .foreignKey(let table, _, let orderColumn?):
-                let statement = try db.cachedStatement(sql: "UPDATE \(SQLiteSchema.quote(table)) SET \(SQLiteSchema.quote(orderColumn)) = ? WHERE Z_PK = ?")
+                let statement = try db.cachedStatement(sql: "UPDATE \(CoreDataLayout.quote(table)) SET \(CoreDataLayout.quote(orderColumn)) = ? WHERE Z_PK = ?")
                 for (position, destination) in ordering.destinations.enumerated() {
                     guard let d = resolve(destination).primaryKey else { continue }
                     count()
@@ -281,8 +281,8 @@ extension SQLiteStore {
                 }
             case .joinTable(let table, let sourceColumn, let destinationColumn, _, let orderColumn?):
                 let statement = try db.cachedStatement(sql: """
-                    UPDATE \(SQLiteSchema.quote(table)) SET \(SQLiteSchema.quote(orderColumn)) = ? \
-                    WHERE \(SQLiteSchema.quote(sourceColumn)) = ? AND \(SQLiteSchema.quote(destinationColumn)) = ?
+                    UPDATE \(CoreDataLayout.quote(table)) SET \(CoreDataLayout.quote(orderColumn)) = ? \
+                    WHERE \(CoreDataLayout.quote(sourceColumn)) = ? AND \(CoreDataLayout.quote(destinationColumn)) = ?
                     """)
                 for (position, destination) in ordering.destinations.enumerated() {
                     guard let d = resolve(destination).primaryKey else { continue }
@@ -344,7 +344,7 @@ extension SQLiteStore {
             let columns = Set(attributes.map { schema.columnName(for: $0) }).sorted()
             count()
             try db.cachedStatement(sql: """
-                UPDATE \(SQLiteSchema.quote(schema.tableName(for: object.entity))) SET \(columns.map { "\(SQLiteSchema.quote($0)) = NULL" }.joined(separator: ", ")) WHERE Z_PK = ?
+                UPDATE \(CoreDataLayout.quote(schema.tableName(for: object.entity))) SET \(columns.map { "\(CoreDataLayout.quote($0)) = NULL" }.joined(separator: ", ")) WHERE Z_PK = ?
                 """).execute(arguments: [pk])
         }
     }
@@ -361,11 +361,11 @@ extension SQLiteStore {
     private func checkUniqueness(_ request: StoreSaveRequest, resolve: (ManagedObjectID) -> ManagedObjectID, store: PersistentStore, db: Database) throws {
         try StoreUniqueness.check(request, resolve: resolve, store: store, schema: schema) { e, attributes, values, excluding in
             let codes = e.selfAndDescendants.map { String(schema.entityNumber(for: $0)) }.joined(separator: ",")
-            let conditions = attributes.map { "\(SQLiteSchema.quote(schema.columnName(for: $0))) = ?" }.joined(separator: " AND ")
+            let conditions = attributes.map { "\(CoreDataLayout.quote(schema.columnName(for: $0))) = ?" }.joined(separator: " AND ")
             count()
             // Bound as stored (a string with a NUL, a NaN), so a value matches the column holding it.
             let statement = try db.cachedStatement(
-                sql: "SELECT Z_PK, Z_ENT FROM \(SQLiteSchema.quote(schema.tableName(for: e))) WHERE Z_ENT IN (\(codes)) AND \(conditions) AND Z_PK <> ? LIMIT 1")
+                sql: "SELECT Z_PK, Z_ENT FROM \(CoreDataLayout.quote(schema.tableName(for: e))) WHERE Z_ENT IN (\(codes)) AND \(conditions) AND Z_PK <> ? LIMIT 1")
             let sqlite = statement.sqliteStatement
             sqlite3_reset(sqlite)
             for (i, value) in values.enumerated() { try bind(value, to: sqlite, at: CInt(i + 1), db) }
@@ -385,10 +385,10 @@ extension SQLiteStore {
         for id in ids {
             guard let pk = id.primaryKey, let layout = layouts[id.entity.rootEntity.entityCode] else { continue }
             count()
-            let statement = try db.cachedStatement(sql: "SELECT \(layout.selectList) FROM \(SQLiteSchema.quote(layout.table)) AS t0 WHERE t0.Z_PK = ?")
+            let statement = try db.cachedStatement(sql: "SELECT \(layout.selectList) FROM \(layout.table) AS t0 WHERE t0.Z_PK = ?")
             statement.setUncheckedArguments([pk])
             let cursor = try Row.fetchCursor(statement)
-            if try cursor.next() != nil, let storeRow = try layout.read(statement.sqliteStatement, store: store, model: model) {
+            if try cursor.next() != nil, let storeRow = try layout.read(statement.sqliteStatement, store: store, externalData: externalData) {
                 result[id] = storeRow.snapshot
             }
         }

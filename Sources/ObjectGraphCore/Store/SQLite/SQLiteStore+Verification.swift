@@ -44,7 +44,7 @@ extension SQLiteStore {
     private func verify(progress: (Int, Int) -> Void) throws -> StoreVerification {
         // The checks, each a query counting offending rows.
         var checks: [(check: String, table: String, detail: String, sql: String)] = []
-        let q = SQLiteSchema.quote
+        let q = CoreDataLayout.quote
         let keys = Dictionary(uniqueKeysWithValues: schema.primaryKeyRows().map { ($0.0, $0.1) })
         for root in schema.model.entities where root.superentity == nil {
             let table = schema.tableName(for: root)

@@ -4,7 +4,7 @@ import GRDBSQLite
 import Synchronization
 
 /// The SQLite store: a GRDB `DatabasePool` in WAL mode (one writer, concurrent readers), over a
-/// file in Core Data's own layout (``SQLiteSchema``): a store Apple's Core Data wrote opens with the
+/// file in Core Data's own layout (``CoreDataLayout``): a store Apple's Core Data wrote opens with the
 /// model that wrote it, and a store created here is one Core Data opens.
 ///
 /// Fetches and fault fulfilment read through the pool's readers and run concurrently with each
@@ -13,10 +13,10 @@ final class SQLiteStore: StoreBackend {
     let identifier: String
     let metadata: [String: any Sendable]
     let url: URL
-    let schema: SQLiteSchema
+    let schema: CoreDataLayout
     let model: ManagedObjectModel
     let pool: DatabasePool
-    let layouts: [Int: SQLiteTableLayout]  // by root entity code
+    let layouts: [Int: TableLayout]  // by root entity code
     /// Where values of attributes that allow external storage are kept when they are large.
     let externalData: SQLiteExternalData
     /// Whether any attribute of the model uses external storage (the save path skips it otherwise).
@@ -61,8 +61,8 @@ final class SQLiteStore: StoreBackend {
                 url: url)
         }
         self.historyTracking = historyTracking
-        self.schema = existing.map { SQLiteSchema(model: model, entityNumbers: $0.entityNumbers, existingColumns: $0.columns) }
-            ?? SQLiteSchema(model: model)
+        self.schema = existing.map { CoreDataLayout(model: model, entityNumbers: $0.entityNumbers, existingColumns: $0.columns) }
+            ?? CoreDataLayout(model: model)
         self.tombstoneSQL = historyTracking ? Self.tombstoneTriggerSQL(schema: schema) : nil
         if !readOnly {
             let directory = url.deletingLastPathComponent().path
@@ -119,9 +119,9 @@ final class SQLiteStore: StoreBackend {
                 throw Self.translate(error, url: url, while: "setting the store's durability")
             }
         }
-        var layouts: [Int: SQLiteTableLayout] = [:]
+        var layouts: [Int: TableLayout] = [:]
         for root in model.entitiesByCode where root.superentity == nil {
-            layouts[root.entityCode] = SQLiteTableLayout(root: root, schema: schema, externalData: externalData)
+            layouts[root.entityCode] = TableLayout(root: root, schema: schema, dialect: .sqlite)
         }
         self.layouts = layouts
         let schema = self.schema
@@ -166,24 +166,24 @@ final class SQLiteStore: StoreBackend {
     /// `Z_MAX` 0), `Z_METADATA` (one row, the metadata as a binary property list), `Z_MODELCACHE`
     /// (one row, the compiled model as Core Data caches it), the entity and join tables and their
     /// indexes. Returns the metadata.
-    private static func create(in db: Database, schema: SQLiteSchema) throws -> [String: any Sendable] {
-        try db.execute(sql: "CREATE TABLE \(SQLiteSchema.primaryKeyTable) (Z_ENT INTEGER PRIMARY KEY, Z_NAME VARCHAR, Z_SUPER INTEGER, Z_MAX INTEGER)")
-        try db.execute(sql: "CREATE TABLE \(SQLiteSchema.metadataTable) (Z_VERSION INTEGER PRIMARY KEY, Z_UUID VARCHAR(255), Z_PLIST BLOB)")
-        try db.execute(sql: "CREATE TABLE \(SQLiteSchema.modelCacheTable) (Z_CONTENT BLOB)")
+    private static func create(in db: Database, schema: CoreDataLayout) throws -> [String: any Sendable] {
+        try db.execute(sql: "CREATE TABLE \(CoreDataLayout.primaryKeyTable) (Z_ENT INTEGER PRIMARY KEY, Z_NAME VARCHAR, Z_SUPER INTEGER, Z_MAX INTEGER)")
+        try db.execute(sql: "CREATE TABLE \(CoreDataLayout.metadataTable) (Z_VERSION INTEGER PRIMARY KEY, Z_UUID VARCHAR(255), Z_PLIST BLOB)")
+        try db.execute(sql: "CREATE TABLE \(CoreDataLayout.modelCacheTable) (Z_CONTENT BLOB)")
         try db.execute(
-            sql: "INSERT INTO \(SQLiteSchema.modelCacheTable) (Z_CONTENT) VALUES (?)",
+            sql: "INSERT INTO \(CoreDataLayout.modelCacheTable) (Z_CONTENT) VALUES (?)",
             arguments: [try CompiledModelWriter.modelCacheContent(schema.model)])
         for statement in schema.createStatements() + schema.userIndexStatements() { try db.execute(sql: statement) }
         for (number, name, superentity) in schema.primaryKeyRows() {
             try db.execute(
-                sql: "INSERT INTO \(SQLiteSchema.primaryKeyTable) (Z_ENT, Z_NAME, Z_SUPER, Z_MAX) VALUES (?, ?, ?, 0)",
+                sql: "INSERT INTO \(CoreDataLayout.primaryKeyTable) (Z_ENT, Z_NAME, Z_SUPER, Z_MAX) VALUES (?, ?, ?, 0)",
                 arguments: [number, name, superentity])
         }
         let identifier = UUID().uuidString
-        var metadata = SQLiteStoreMetadata.new(model: schema.model)
+        var metadata = CoreDataMetadata.new(model: schema.model)
         try db.execute(
-            sql: "INSERT INTO \(SQLiteSchema.metadataTable) (Z_VERSION, Z_UUID, Z_PLIST) VALUES (1, ?, ?)",
-            arguments: [identifier, try SQLiteStoreMetadata.encode(metadata)])
+            sql: "INSERT INTO \(CoreDataLayout.metadataTable) (Z_VERSION, Z_UUID, Z_PLIST) VALUES (1, ?, ?)",
+            arguments: [identifier, try CoreDataMetadata.encode(metadata)])
         metadata[PersistentStore.metadataIdentifierKey] = identifier
         return metadata
     }

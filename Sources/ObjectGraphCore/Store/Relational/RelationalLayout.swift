@@ -1,7 +1,7 @@
 import Foundation
 
 /// The rules of the relational layout every store type shares (rows by root entity, primary keys,
-/// foreign keys, pairs for many-to-many relationships), that are not SQL. ``SQLiteSchema`` gives
+/// foreign keys, pairs for many-to-many relationships), that are not SQL. ``CoreDataLayout`` gives
 /// them Core Data's table and column names; the in-memory and atomic stores use them as they are.
 enum RelationalLayout {
     /// How a to-many relationship's destinations are found, whatever the store.

@@ -1,8 +1,9 @@
 import Foundation
 import GRDB
 
-/// How a model is laid out in SQLite: Core Data's own layout, so a store Apple's Core Data wrote
-/// opens here and a store written here opens in Core Data.
+/// How a model is laid out in the tables of a relational store: Core Data's own layout, so a
+/// SQLite store Apple's Core Data wrote opens here and a store written here opens in Core Data.
+/// The PostgreSQL store uses the same tables and names, written in its dialect (``SQLDialect``).
 ///
 /// - One table `Z<ROOT>` per root entity (sub-entities share it, told apart by `Z_ENT`), with
 ///   `Z_PK` (the primary key), `Z_ENT` (the entity number) and `Z_OPT` (the optimistic-lock version).
@@ -16,7 +17,7 @@ import GRDB
 ///   `Z_FOK_` columns.
 /// - Entity numbers are those of the store's `Z_PRIMARYKEY` when it exists; a new store numbers
 ///   entities as Core Data does: roots in name order, each followed by its sub-entities, depth first.
-struct SQLiteSchema: Sendable {
+struct CoreDataLayout: Sendable {
     static let primaryKeyColumn = "Z_PK"
     static let entityColumn = "Z_ENT"
     static let versionColumn = "Z_OPT"
@@ -283,7 +284,7 @@ struct SQLiteSchema: Sendable {
         if entity.superentity == nil && includesSubentities { return nil }
         if entity.superentity == nil && entity.subentities.isEmpty { return nil }
         let codes = (includesSubentities ? entity.selfAndDescendants : [entity]).map(entityNumber(for:))
-        let column = "\(alias).\(dialect.name(Self.entityColumn))"
+        let column = "\(alias).\(dialect.keyColumnName(Self.entityColumn))"
         if codes.count == 1 { return "\(column) = \(codes[0])" }
         return "\(column) IN (\(codes.map(String.init).joined(separator: ",")))"
     }
@@ -347,7 +348,7 @@ struct SQLiteSchema: Sendable {
                 // A sub-entity's constraint on an attribute it inherits must not bind the other rows
                 // of the table, which hold that column too: the index covers its own rows only.
                 let inherited = entity.superentity != nil && attributes.contains { $0.entity !== entity }
-                let rows = inherited ? " WHERE \(dialect.name(Self.entityColumn)) IN (\(entity.selfAndDescendants.map { String(entityNumber(for: $0)) }.joined(separator: ",")))" : ""
+                let rows = inherited ? " WHERE \(dialect.keyColumnName(Self.entityColumn)) IN (\(entity.selfAndDescendants.map { String(entityNumber(for: $0)) }.joined(separator: ",")))" : ""
                 statements.append("CREATE UNIQUE INDEX \(Self.quote(name)) ON \(Self.quote(table)) (\(list.joined(separator: ", ")))\(rows)")
             }
         }
@@ -361,9 +362,9 @@ struct SQLiteSchema: Sendable {
         for root in model.entitiesByCode.filter({ $0.superentity == nil }).sorted(by: { entityNumber(for: $0) < entityNumber(for: $1) }) {
             let table = tableName(for: root)
             var definitions = [
-                "\(dialect.name(Self.primaryKeyColumn)) \(dialect.integer) PRIMARY KEY",
-                "\(dialect.name(Self.entityColumn)) \(dialect.integer)",
-                "\(dialect.name(Self.versionColumn)) \(dialect.integer)",
+                "\(dialect.keyColumnName(Self.primaryKeyColumn)) \(dialect.integer) PRIMARY KEY",
+                "\(dialect.keyColumnName(Self.entityColumn)) \(dialect.integer)",
+                "\(dialect.keyColumnName(Self.versionColumn)) \(dialect.integer)",
             ]
             var indexes: [String] = []
             for entity in root.selfAndDescendants.sorted(by: { entityNumber(for: $0) < entityNumber(for: $1) }) {
@@ -389,7 +390,7 @@ struct SQLiteSchema: Sendable {
                 statements.append("CREATE INDEX \(Self.quote("\(table)_\(column)_INDEX")) ON \(Self.quote(table)) (\(Self.quote(column)))")
             }
             if !root.subentities.isEmpty {
-                statements.append("CREATE INDEX \(Self.quote("\(table)_Z_ENT_INDEX")) ON \(Self.quote(table)) (\(dialect.name(Self.entityColumn)))")
+                statements.append("CREATE INDEX \(Self.quote("\(table)_Z_ENT_INDEX")) ON \(Self.quote(table)) (\(dialect.keyColumnName(Self.entityColumn)))")
             }
             statements += uniquenessIndexStatements(root: root, dialect)
         }
@@ -406,43 +407,4 @@ struct SQLiteSchema: Sendable {
         }
         return statements
     }
-}
-
-/// What differs between the SQL of the stores that share the relational layout: column types, and
-/// how an index orders text by its bytes.
-struct SQLDialect: Sendable {
-    /// The type of key, entity, version, foreign-key and order columns.
-    var integer: String
-    /// The column type of an attribute.
-    var columnType: @Sendable (AttributeType) -> String
-    /// The clause after an indexed column that orders text by its bytes (or code points).
-    var binaryCollation: @Sendable (PropertyDescription) -> String
-    /// How the DDL writes the names of the key, entity and version columns (Z_PK, Z_ENT, Z_OPT):
-    /// bare in SQLite, as Core Data writes them; quoted in PostgreSQL, which would fold them to
-    /// lower case, so that every name of a store keeps Core Data's capitals.
-    var name: @Sendable (String) -> String
-
-    /// Core Data's SQLite layout.
-    static let sqlite = SQLDialect(integer: "INTEGER", columnType: SQLiteSchema.columnType, binaryCollation: { _ in " COLLATE BINARY" }, name: { $0 })
-
-    /// PostgreSQL: 64-bit integers, doubles for dates (seconds since 2001, as Core Data), exact
-    /// numerics for decimals, text in the "C" collation (code-point order, as SQLite's BINARY for
-    /// UTF-8) and bytea.
-    static let postgres = SQLDialect(
-        integer: "BIGINT",
-        columnType: { type in
-            switch type {
-            case .integer16, .integer32, .integer64: "BIGINT"
-            case .boolean: "BOOLEAN"
-            case .double, .float, .date: "DOUBLE PRECISION"
-            case .decimal: "NUMERIC"
-            case .string, .uri: "TEXT COLLATE \"C\""
-            case .binaryData, .uuid, .transformable: "BYTEA"
-            }
-        },
-        binaryCollation: { property in
-            guard let attribute = property as? AttributeDescription, [.string, .uri].contains(attribute.attributeType) else { return "" }
-            return " COLLATE \"C\""
-        },
-        name: SQLiteSchema.quote)
 }

@@ -2,7 +2,7 @@ import Foundation
 
 /// A store's metadata as Core Data keeps it: one row of `Z_METADATA` (`Z_VERSION`, `Z_UUID`,
 /// `Z_PLIST`), whose `Z_PLIST` is a binary property list.
-enum SQLiteStoreMetadata {
+enum CoreDataMetadata {
     static let versionHashesKey = "NSStoreModelVersionHashes"
     static let versionIdentifiersKey = "NSStoreModelVersionIdentifiers"
     static let frameworkVersionKey = "NSPersistenceFrameworkVersion"

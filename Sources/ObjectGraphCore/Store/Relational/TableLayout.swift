@@ -1,0 +1,93 @@
+import Foundation
+
+/// Precomputed SQL and column positions for one root entity's table of a relational store: what a
+/// fetch selects, how a selected row becomes a snapshot of its concrete entity, and how each
+/// entity's rows are inserted, in the store's dialect. Each store reads rows its own way
+/// (`TableLayout+SQLite`, `TableLayout+Postgres`).
+struct TableLayout: Sendable {
+    /// How one selected column fills a snapshot.
+    enum Reader: Sendable {
+        case attribute(index: Int, type: AttributeType)
+        /// A binary attribute kept as Core Data's external storage keeps it (a marker, then the
+        /// value or a file's name), where the dialect keeps external storage.
+        case externalData(attribute: AttributeDescription)
+        case toOne(index: Int, destination: EntityDescription, entityColumn: Int?)
+    }
+
+    /// What one concrete entity reads and writes.
+    struct EntityLayout: Sendable {
+        let entity: EntityDescription
+        /// (column position in the select list, reader), for the entity's stored properties.
+        let readers: [(Int, Reader)]
+        /// The entity's stored properties in insert order (attributes and to-ones).
+        let insertProperties: [PropertyDescription]
+        /// `INSERT INTO … VALUES (…)`: the key, the entity number, the version, then each insert
+        /// property's value (and a to-one's entity number, where the layout keeps one).
+        let insertSQL: String
+    }
+
+    let root: EntityDescription
+    /// The table's name, unquoted (`ZNOTE`).
+    let tableName: String
+    /// The table as statements name it: quoted, and qualified where the store has a schema.
+    let table: String
+    let schema: CoreDataLayout
+    /// The select list, `t0.Z_PK, t0.Z_ENT, t0.Z_OPT, t0."ZTITLE", …`.
+    let selectList: String
+    /// By `Z_ENT`.
+    let entities: [Int: EntityLayout]
+
+    /// - Parameter qualify: the table's name as statements write it, from its unquoted name.
+    init(root: EntityDescription, schema: CoreDataLayout, dialect: SQLDialect, qualify: (String) -> String = CoreDataLayout.quote) {
+        self.root = root
+        self.schema = schema
+        self.tableName = schema.tableName(for: root)
+        self.table = qualify(tableName)
+        let keyColumns = [CoreDataLayout.primaryKeyColumn, CoreDataLayout.entityColumn, CoreDataLayout.versionColumn]
+        var columns = keyColumns
+        var selected = columns.map { "t0.\(dialect.keyColumnName($0))" }
+        var positions: [String: Int] = [:]
+        func position(_ column: String, type: AttributeType? = nil) -> Int {
+            if let p = positions[column] { return p }
+            columns.append(column)
+            selected.append(dialect.selectedColumn(column, type: type))
+            positions[column] = columns.count - 1
+            return columns.count - 1
+        }
+        var entities: [Int: EntityLayout] = [:]
+        for entity in root.selfAndDescendants {
+            var readers: [(Int, Reader)] = []
+            var insertProperties: [PropertyDescription] = []
+            var insertColumns = keyColumns
+            var placeholders = (1...3).map(dialect.placeholder)
+            for property in entity.properties {
+                if let attribute = property as? AttributeDescription, !attribute.isTransient {
+                    let column = schema.columnName(for: attribute)
+                    let index = position(column, type: attribute.attributeType)
+                    readers.append((index, dialect.keepsExternalStorage && attribute.usesExternalStorage
+                        ? .externalData(attribute: attribute) : .attribute(index: attribute.index, type: attribute.attributeType)))
+                    insertProperties.append(attribute)
+                    insertColumns.append(column)
+                    placeholders.append(dialect.placeholder(placeholders.count + 1) + dialect.parameterCast(attribute))
+                } else if let relationship = property as? RelationshipDescription, !relationship.isToMany,
+                          let destination = relationship.destinationEntity {
+                    let column = schema.columnName(for: relationship)
+                    let entityColumn = schema.entityColumnName(forToOne: relationship)
+                    readers.append((position(column), .toOne(
+                        index: relationship.index, destination: destination, entityColumn: entityColumn.map { position($0) })))
+                    insertProperties.append(relationship)
+                    insertColumns.append(column)
+                    placeholders.append(dialect.placeholder(placeholders.count + 1))
+                    if let entityColumn {
+                        insertColumns.append(entityColumn)
+                        placeholders.append(dialect.placeholder(placeholders.count + 1))
+                    }
+                }
+            }
+            let insertSQL = "INSERT INTO \(table) (\(insertColumns.map(CoreDataLayout.quote).joined(separator: ","))) VALUES (\(placeholders.joined(separator: ",")))"
+            entities[schema.entityNumber(for: entity)] = EntityLayout(entity: entity, readers: readers, insertProperties: insertProperties, insertSQL: insertSQL)
+        }
+        self.entities = entities
+        self.selectList = selected.joined(separator: ", ")
+    }
+}
