@@ -16,6 +16,7 @@ import Foundation
 /// | ``keepsExternalStorage``: Core Data's external storage of large binary values | yes | no: values in the row |
 /// | ``versionLock``: how a save keeps the versions it checked until its commit | none: one writer at a time | `ORDER BY "Z_PK" FOR UPDATE`, rows locked in key order (no deadlock between two saves) |
 /// | ``returnsUpdatedVersion``: an update reads back the row's new version | no: the single writer knows it | `RETURNING "Z_OPT"` |
+/// | ``insertIgnoringDuplicates(into:columns:)``: a join-table row that may exist already | `INSERT OR IGNORE` | `ON CONFLICT DO NOTHING` |
 ///
 /// Beyond the SQL, the two stores differ in their sessions (GRDB's `Database` and a PostgreSQL
 /// connection), in how keys are allocated (`Z_PRIMARYKEY` under SQLite's write lock; an
@@ -45,6 +46,8 @@ struct SQLDialect: Sendable {
     var versionLock: String
     /// Whether an update reads back the row's new version (`RETURNING`).
     var returnsUpdatedVersion: Bool
+    /// How an insert that does nothing when the row exists begins and ends.
+    var ignoringInsert: (prefix: String, suffix: String)
 
     /// A column (quoted) of the table aliased `alias`, as a fetch selects it for an attribute of `type`.
     func selectedColumn(_ column: String, type: AttributeType?, alias: String = "t0") -> String {
@@ -56,6 +59,13 @@ struct SQLDialect: Sendable {
         decimalsAsText && attribute.attributeType == .decimal ? "::numeric" : ""
     }
 
+    /// An `INSERT` of one row into `table` (as statements name it) that does nothing when a
+    /// unique key already holds it.
+    func insertIgnoringDuplicates(into table: String, columns: [String]) -> String {
+        let values = placeholders(columns.count)
+        return "\(ignoringInsert.prefix) \(table) (\(columns.map(CoreDataLayout.quote).joined(separator: ", "))) VALUES (\(values))\(ignoringInsert.suffix)"
+    }
+
     /// `count` placeholders from the `first`, separated by commas.
     func placeholders(_ count: Int, from first: Int = 1) -> String {
         (first..<(first + count)).map(placeholder).joined(separator: ", ")
@@ -64,7 +74,8 @@ struct SQLDialect: Sendable {
     /// Core Data's SQLite layout.
     static let sqlite = SQLDialect(
         integer: "INTEGER", columnType: CoreDataLayout.columnType, binaryCollation: { _ in " COLLATE BINARY" }, keyColumnName: { $0 },
-        placeholder: { _ in "?" }, decimalsAsText: false, keepsExternalStorage: true, versionLock: "", returnsUpdatedVersion: false)
+        placeholder: { _ in "?" }, decimalsAsText: false, keepsExternalStorage: true, versionLock: "", returnsUpdatedVersion: false,
+        ignoringInsert: ("INSERT OR IGNORE INTO", ""))
 
     /// PostgreSQL: 64-bit integers, doubles for dates (seconds since 2001, as Core Data), exact
     /// numerics for decimals, text in the "C" collation (code-point order, as SQLite's BINARY for
@@ -87,5 +98,6 @@ struct SQLDialect: Sendable {
         },
         keyColumnName: CoreDataLayout.quote,
         placeholder: { "$\($0)" }, decimalsAsText: true, keepsExternalStorage: false,
-        versionLock: " ORDER BY \"Z_PK\" FOR UPDATE", returnsUpdatedVersion: true)
+        versionLock: " ORDER BY \"Z_PK\" FOR UPDATE", returnsUpdatedVersion: true,
+        ignoringInsert: ("INSERT INTO", " ON CONFLICT DO NOTHING"))
 }

@@ -1,0 +1,59 @@
+import Foundation
+
+/// A save's statements on a connection of the PostgreSQL store's pool, inside its transaction.
+struct PostgresSaveSession: RelationalSession {
+    let store: PostgresStore
+    let persistentStore: PersistentStore
+    let session: any PostgresSession
+
+    var dialect: SQLDialect { .postgres }
+
+    func table(_ name: String) -> String { store.table(name) }
+
+    func allocateKeys(root: EntityDescription, count: Int) throws -> Int64 {
+        try store.allocate(session, root: root, count: count)
+    }
+
+    private func parameters(_ arguments: [SQLArgument]) throws -> [PostgresValue] {
+        try arguments.map { try $0.value.postgresParameter(for: $0.property, entity: $0.entity) }
+    }
+
+    func execute(_ sql: String, _ arguments: [SQLArgument]) throws {
+        try session.execute(sql, try parameters(arguments))
+    }
+
+    func integerPairs(_ sql: String, _ arguments: [SQLArgument]) throws -> [(Int64, Int64?)] {
+        try session.query(sql, try parameters(arguments)).compactMap { row in
+            guard let first = row.first?.integer else { return nil }
+            return (first, row.count > 1 ? row[1].integer : nil)
+        }
+    }
+
+    /// For an entity with uniqueness constraints the statement runs in a savepoint: a unique index
+    /// that refuses the row is reported as the save's own check reports it, not as the server's
+    /// error, which would end the transaction.
+    func write(_ sql: String, _ arguments: [SQLArgument], constrained: Bool, reportRefusal: () throws -> Void) throws -> Int64? {
+        let parameters = try parameters(arguments)
+        guard constrained else { return try session.query(sql, parameters).first?.first?.integer }
+        try session.execute("SAVEPOINT og_unique", [])
+        do {
+            let rows = try session.query(sql, parameters)
+            try session.execute("RELEASE SAVEPOINT og_unique", [])
+            return rows.first?.first?.integer
+        } catch let error as PostgresDriverError where error.sqlState == "23505" {
+            try session.execute("ROLLBACK TO SAVEPOINT og_unique", [])
+            try reportRefusal()
+            throw error
+        }
+    }
+
+    func snapshots(_ ids: [ManagedObjectID]) throws -> [ManagedObjectID: Snapshot] {
+        try store.readSnapshots(ids, store: persistentStore, session: session)
+    }
+
+    func columnValue(_ value: Value, for property: PropertyDescription) throws -> Value { value }
+
+    func willOverwrite(_ object: SavedObject, deleting: Bool, in table: TableLayout, key: Int64) throws {}
+
+    func count(_ n: Int) { store.count(n) }
+}

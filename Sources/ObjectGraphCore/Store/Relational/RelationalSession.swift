@@ -1,0 +1,61 @@
+import Foundation
+
+/// A parameter of a statement: a value, and the property whose column it is bound to (nil for
+/// keys, entity numbers, versions and positions), which a store needs to convert it and to name it
+/// in an error.
+struct SQLArgument {
+    var value: Value
+    var property: PropertyDescription?
+    /// The entity of the object the value belongs to (it may inherit `property`).
+    var entity: EntityDescription?
+
+    init(_ value: Value, property: PropertyDescription? = nil, entity: EntityDescription? = nil) {
+        self.value = value
+        self.property = property
+        self.entity = entity
+    }
+
+    static func key(_ key: Int64) -> SQLArgument { SQLArgument(.int(key)) }
+}
+
+/// What a relational save (``SavePlan``) needs of a database inside the save's transaction. The
+/// SQLite store's conformance runs statements on GRDB's `Database`, the PostgreSQL store's on a
+/// connection of its pool; a third SQL database costs one dialect and one of these.
+protocol RelationalSession {
+    /// How the database writes SQL.
+    var dialect: SQLDialect { get }
+
+    /// A table of the store as statements name it: quoted, and qualified where the store has a schema.
+    func table(_ name: String) -> String
+
+    /// Reserves `count` consecutive keys in `root`'s table, locked to this transaction; returns the first.
+    func allocateKeys(root: EntityDescription, count: Int) throws -> Int64
+
+    /// Runs a statement that returns no rows.
+    func execute(_ sql: String, _ arguments: [SQLArgument]) throws
+
+    /// Runs a query and returns the first two columns of its rows as integers (keys, versions,
+    /// entity numbers); a NULL second column reads as nil.
+    func integerPairs(_ sql: String, _ arguments: [SQLArgument]) throws -> [(Int64, Int64?)]
+
+    /// Runs an object's INSERT or UPDATE and returns the first column of the row it returns, if
+    /// any (an update's new version, where the dialect returns it). When a unique index refuses the
+    /// row, `reportRefusal` runs (it throws the save's own constraint conflict, naming the other
+    /// object), and otherwise the refusal is thrown; `constrained` says whether the object's entity
+    /// has uniqueness constraints at all.
+    func write(_ sql: String, _ arguments: [SQLArgument], constrained: Bool, reportRefusal: () throws -> Void) throws -> Int64?
+
+    /// The rows of `ids`, as snapshots (missing rows are absent).
+    func snapshots(_ ids: [ManagedObjectID]) throws -> [ManagedObjectID: Snapshot]
+
+    /// A property's value as its column keeps it (SQLite: Core Data's external storage of large
+    /// binary values).
+    func columnValue(_ value: Value, for property: PropertyDescription) throws -> Value
+
+    /// Called before `object`'s row `key` of `table` is deleted, or has its changed columns
+    /// overwritten (SQLite: the external files they refer to are released).
+    func willOverwrite(_ object: SavedObject, deleting: Bool, in table: TableLayout, key: Int64) throws
+
+    /// Counts `n` statements in the store's statistics.
+    func count(_ n: Int)
+}

@@ -1,0 +1,114 @@
+import Foundation
+
+/// A save as the relational stores run it: a value built from the save request and the store's
+/// layout, whose steps are data, run in order through a ``RelationalSession`` by ``run(on:store:)``.
+///
+/// The steps, in order:
+/// 1. keys for inserted objects that have none (root entities in one order, so two saves never
+///    wait on each other's key rows in opposite orders);
+/// 2. the versions of the rows saved over, checked against those the saving context saw (locked
+///    until the commit where the dialect locks: ``SQLDialect/versionLock``);
+/// 3. deletes, with their join-table rows;
+/// 4. unique values updated objects give up, cleared (a unique index checks each statement, so two
+///    objects that exchange values would otherwise collide halfway through the save);
+/// 5. inserts, then 6. updates of the changed columns, each bumping the row's version;
+/// 7. join-table rows (and the hidden foreign keys of to-many relationships without an inverse),
+///    removed then added; 8. the positions of ordered relationships;
+/// 9. uniqueness constraints, checked once everything is written.
+///
+/// What the stores add after the steps is their own record of the save: SQLite's persistent
+/// history, PostgreSQL's change log.
+struct SavePlan {
+    enum Step {
+        case allocateKeys(root: EntityDescription, ids: [ManagedObjectID])
+        case checkVersions(table: TableLayout, rows: [(key: Int64, object: SavedObject)])
+        case delete(SavedObject, key: Int64, table: TableLayout)
+        case releaseUniqueValues(SavedObject, key: Int64, columns: [String])
+        case insert(SavedObject, layout: TableLayout.EntityLayout, table: TableLayout)
+        case update(SavedObject, key: Int64, table: TableLayout)
+        case removePair(JoinChange)
+        case addPair(JoinChange)
+        case order(OrderingChange)
+        case checkUniqueness
+    }
+
+    /// How many keys one statement names at most.
+    static let chunkSize = 500
+
+    /// The request, its inserted objects in the order they were created (so that rows are
+    /// appended to their table's B-tree).
+    let request: StoreSaveRequest
+    let steps: [Step]
+    let schema: CoreDataLayout
+    /// The layout of each root entity's table, by root entity code.
+    let tables: [Int: TableLayout]
+
+    init(_ request: StoreSaveRequest, schema: CoreDataLayout, tables: [Int: TableLayout]) {
+        var request = request
+        request.inserted.sort { $0.id < $1.id }
+        self.request = request
+        self.schema = schema
+        self.tables = tables
+        var steps: [Step] = []
+        steps.reserveCapacity(request.inserted.count + request.updated.count + request.deleted.count + 8)
+        Self.planKeysAndVersions(request, schema: schema, tables: tables, into: &steps)
+        Self.planRows(request, schema: schema, tables: tables, into: &steps)
+        steps += request.joinDeletes.map(Step.removePair)
+        steps += request.joinInserts.map(Step.addPair)
+        steps += request.orderings.map(Step.order)
+        steps.append(.checkUniqueness)
+        self.steps = steps
+    }
+
+    /// Steps 1 and 2: keys, then version checks, each by root entity in entity-code order.
+    private static func planKeysAndVersions(_ request: StoreSaveRequest, schema: CoreDataLayout, tables: [Int: TableLayout], into steps: inout [Step]) {
+        var pending: [Int: [ManagedObjectID]] = [:]
+        for object in request.inserted where object.id.isTemporaryID {
+            pending[object.entity.rootEntity.entityCode, default: []].append(object.id)
+        }
+        for rootCode in pending.keys.sorted() {
+            steps.append(.allocateKeys(root: schema.model.entitiesByCode[rootCode], ids: pending[rootCode]!))
+        }
+        var checks: [Int: [(key: Int64, object: SavedObject)]] = [:]
+        for object in request.updated + request.deleted {
+            guard let key = object.id.primaryKey else { continue }
+            checks[object.entity.rootEntity.entityCode, default: []].append((key, object))
+        }
+        for rootCode in checks.keys.sorted() {
+            guard let table = tables[rootCode] else { continue }
+            steps.append(.checkVersions(table: table, rows: checks[rootCode]!))
+        }
+    }
+
+    /// Steps 3 to 6: deletes, released unique values, inserts and updates.
+    private static func planRows(_ request: StoreSaveRequest, schema: CoreDataLayout, tables: [Int: TableLayout], into steps: inout [Step]) {
+        for object in request.deleted {
+            guard let key = object.id.primaryKey, let table = tables[object.entity.rootEntity.entityCode] else { continue }
+            steps.append(.delete(object, key: key, table: table))
+        }
+        for (object, attributes) in StoreUniqueness.valuesToRelease(in: request) {
+            guard let key = object.id.primaryKey else { continue }
+            steps.append(.releaseUniqueValues(object, key: key, columns: Set(attributes.map { schema.columnName(for: $0) }).sorted()))
+        }
+        for object in request.inserted {
+            guard let table = tables[object.entity.rootEntity.entityCode],
+                  let layout = table.entities[schema.entityNumber(for: object.entity)] else { continue }
+            steps.append(.insert(object, layout: layout, table: table))
+        }
+        for object in request.updated {
+            guard let key = object.id.primaryKey, let table = tables[object.entity.rootEntity.entityCode] else { continue }
+            steps.append(.update(object, key: key, table: table))
+        }
+    }
+
+    /// Runs the steps; returns the permanent IDs given and the new snapshot of every inserted and
+    /// updated object.
+    ///
+    /// - Throws: `VersionConflictError` when a row saved over changed since the context read it
+    ///   (nothing is written), `ConstraintConflictError` for uniqueness conflicts, the database's errors.
+    func run(on session: some RelationalSession, store: PersistentStore) throws -> StoreSaveResult {
+        var execution = Execution(plan: self, session: session, store: store)
+        for step in steps { try execution.perform(step) }
+        return execution.result
+    }
+}
