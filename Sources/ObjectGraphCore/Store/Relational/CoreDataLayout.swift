@@ -62,7 +62,26 @@ struct CoreDataLayout: Sendable {
     /// taken from the file where the names Core Data chose differ from the ones derived here.
     init(model: ManagedObjectModel, entityNumbers byName: [String: Int], existingColumns: [String: [String]]?) {
         self.model = model
-        let fallback = Self.coreDataEntityNumbers(for: model)
+        let numbers = Self.numbers(of: model, byName: byName)
+        self.numbers = numbers
+        var byNumber = [EntityDescription?](repeating: nil, count: (numbers.max() ?? 0) + 1)
+        for (code, n) in numbers.enumerated() { byNumber[n] = model.entitiesByCode[code] }
+        self.entitiesByNumber = byNumber
+        var naming = Naming(model: model, numbers: numbers)
+        naming.nameColumns()
+        naming.nameForeignKeyToMany()
+        naming.nameJoinTables(existingColumns: existingColumns)
+        self.columns = naming.columns
+        self.toOneEntityColumns = naming.toOneEntityColumns
+        self.toManyStorage = naming.toMany
+        self.extraColumns = naming.extra
+        self.joinTables = naming.joins
+    }
+
+    /// Each entity's `Z_ENT`, by entity code: the store's number for it (by name, or by the name
+    /// it had), Core Data's numbering for a new store, or a fresh number.
+    private static func numbers(of model: ManagedObjectModel, byName: [String: Int]) -> [Int] {
+        let fallback = coreDataEntityNumbers(for: model)
         var numbers: [Int] = []
         var used = Set(byName.values)
         for entity in model.entitiesByCode {
@@ -78,113 +97,7 @@ struct CoreDataLayout: Sendable {
                 numbers.append(n)
             }
         }
-        self.numbers = numbers
-        var byNumber = [EntityDescription?](repeating: nil, count: (numbers.max() ?? 0) + 1)
-        for (code, n) in numbers.enumerated() { byNumber[n] = model.entitiesByCode[code] }
-        self.entitiesByNumber = byNumber
-        func number(_ entity: EntityDescription) -> Int { numbers[entity.entityCode] }
-
-        var columns: [ObjectIdentifier: String] = [:]
-        var toOneEntityColumns: [ObjectIdentifier: String] = [:]
-        var usedInTable: [String: Set<String>] = [:]
-        func unique(_ base: String, in table: String) -> String {
-            var taken = usedInTable[table, default: [Self.primaryKeyColumn, Self.entityColumn, Self.versionColumn]]
-            var name = base, n = 0
-            while taken.contains(name) { n += 1; name = base + String(n) }
-            taken.insert(name)
-            usedInTable[table] = taken
-            return name
-        }
-        let roots = model.entitiesByCode.filter { $0.superentity == nil }.sorted { number($0) < number($1) }
-        for root in roots {
-            let table = Self.tableName(root)
-            for entity in root.selfAndDescendants.sorted(by: { number($0) < number($1) }) {
-                for property in entity.declaredProperties {
-                    if let attribute = property as? AttributeDescription, !attribute.isTransient {
-                        columns[ObjectIdentifier(property)] = unique("Z" + property.name.uppercased(), in: table)
-                    } else if let relationship = property as? RelationshipDescription, !relationship.isToMany {
-                        let name = unique("Z" + property.name.uppercased(), in: table)
-                        columns[ObjectIdentifier(property)] = name
-                        if let destination = relationship.destinationEntity, !destination.subentities.isEmpty {
-                            toOneEntityColumns[ObjectIdentifier(property)] = unique("Z\(number(destination))_" + property.name.uppercased(), in: table)
-                        }
-                    }
-                }
-            }
-        }
-
-        var toMany: [ObjectIdentifier: ToManyStorage] = [:]
-        var extra: [String: [String]] = [:]
-        var joins: [(table: String, first: String, second: String, orders: [String])] = []
-        var joinColumnsUsed: Set<String> = []
-        func uniqueJoinColumn(_ base: String) -> String {
-            var name = base, n = 0
-            while joinColumnsUsed.contains(name) { n += 1; name = base + String(n) }
-            joinColumnsUsed.insert(name)
-            return name
-        }
-        let declaredToMany = model.entitiesByCode.sorted { number($0) < number($1) }.flatMap { entity in
-            entity.declaredProperties.compactMap { $0 as? RelationshipDescription }
-                .filter { $0.isToMany && $0.destinationEntity != nil }
-                .sorted { $0.name < $1.name }
-        }
-        for relationship in declaredToMany {
-            guard let entity = relationship.entity, let destination = relationship.destinationEntity else { continue }
-            let destinationTable = Self.tableName(destination.rootEntity)
-            if let inverse = relationship.inverseRelationship, !inverse.isToMany {
-                let column = columns[ObjectIdentifier(inverse)] ?? "Z" + inverse.name.uppercased()
-                let order = relationship.isOrdered ? "Z_FOK_" + String(column.dropFirst()) : nil
-                if let order { extra[destinationTable, default: []].append(order) }
-                toMany[ObjectIdentifier(relationship)] = .foreignKey(table: destinationTable, column: column, orderColumn: order)
-            } else if relationship.inverseRelationship == nil {
-                let column = unique("Z\(number(entity))" + relationship.name.uppercased(), in: destinationTable)
-                extra[destinationTable, default: []].append(column)
-                let order = relationship.isOrdered ? "Z_FOK_" + String(column.dropFirst()) : nil
-                if let order { extra[destinationTable, default: []].append(order) }
-                toMany[ObjectIdentifier(relationship)] = .foreignKey(table: destinationTable, column: column, orderColumn: order)
-            }
-        }
-        // Many-to-many: one join table per pair, named after the side whose entity numbers first.
-        for relationship in declaredToMany {
-            guard let inverse = relationship.inverseRelationship, inverse.isToMany, toMany[ObjectIdentifier(relationship)] == nil,
-                  let entity = relationship.entity, let destination = relationship.destinationEntity,
-                  let inverseEntity = inverse.entity else { continue }
-            let isFirst = relationship === inverse
-                || (number(entity), relationship.name) <= (number(inverseEntity), inverse.name)
-            guard isFirst else { continue }
-            var table = "Z_\(number(entity))" + relationship.name.uppercased()
-            var first = uniqueJoinColumn("Z_\(number(entity))" + inverse.name.uppercased())
-            var second = uniqueJoinColumn("Z_\(number(destination))" + relationship.name.uppercased())
-            if let existingColumns {
-                // Core Data may have named the table after the other side, or numbered columns otherwise.
-                let other = "Z_\(number(inverseEntity))" + inverse.name.uppercased()
-                var swapped = false
-                if existingColumns[table] == nil, existingColumns[other] != nil { table = other; swapped = true }
-                let actual = (existingColumns[table] ?? []).filter { !$0.hasPrefix("Z_FOK_") }
-                if actual.count == 2 {
-                    let strip = { (s: String) in String(s.reversed().drop(while: \.isNumber).reversed()) }
-                    if swapped || (strip(actual[0]) == strip(second) && strip(actual[1]) == strip(first) && strip(first) != strip(second)) {
-                        (first, second) = (actual[1], actual[0])
-                    } else {
-                        (first, second) = (actual[0], actual[1])
-                    }
-                }
-            }
-            let forwardOrder = relationship.isOrdered ? "Z_FOK_" + String(second.dropFirst(2)) : nil
-            let backwardOrder = inverse.isOrdered && relationship !== inverse ? "Z_FOK_" + String(first.dropFirst(2)) : nil
-            toMany[ObjectIdentifier(relationship)] = .joinTable(
-                table: table, sourceColumn: first, destinationColumn: second, destinationEntityColumn: nil, orderColumn: forwardOrder)
-            if relationship !== inverse {
-                toMany[ObjectIdentifier(inverse)] = .joinTable(
-                    table: table, sourceColumn: second, destinationColumn: first, destinationEntityColumn: nil, orderColumn: backwardOrder)
-            }
-            joins.append((table, first, second, [forwardOrder, backwardOrder].compactMap { $0 }))
-        }
-        self.columns = columns
-        self.toOneEntityColumns = toOneEntityColumns
-        self.toManyStorage = toMany
-        self.extraColumns = extra
-        self.joinTables = joins
+        return numbers
     }
 
     /// Core Data's numbering of a new store's entities: roots in name order, each followed by its
@@ -205,7 +118,7 @@ struct CoreDataLayout: Sendable {
         "\"" + identifier.replacingOccurrences(of: "\"", with: "\"\"") + "\""
     }
 
-    private static func tableName(_ root: EntityDescription) -> String { "Z" + root.name.uppercased() }
+    static func tableName(_ root: EntityDescription) -> String { "Z" + root.name.uppercased() }
 
     /// The `Z_ENT` numbers a model's entities can have. Core Data numbers a model's entities from 1, and
     /// keeps numbers from 16000 up for entities of its own (persistent history's are 16001 to 16003).

@@ -64,6 +64,24 @@ final class SQLiteStore: StoreBackend {
         self.schema = existing.map { CoreDataLayout(model: model, entityNumbers: $0.entityNumbers, existingColumns: $0.columns) }
             ?? CoreDataLayout(model: model)
         self.tombstoneSQL = historyTracking ? Self.tombstoneTriggerSQL(schema: schema) : nil
+        try Self.checkFiles(at: url, readOnly: readOnly)
+        self.sqlLog = sqlLog
+        pool = try Self.openPool(
+            at: url, readOnly: readOnly, durability: durability, maximumReaderCount: maximumReaderCount, busyTimeout: busyTimeout, sqlLog: sqlLog)
+        var layouts: [Int: TableLayout] = [:]
+        for root in model.entitiesByCode where root.superentity == nil {
+            layouts[root.entityCode] = TableLayout(root: root, schema: schema, dialect: .sqlite)
+        }
+        self.layouts = layouts
+        let metadata = try Self.prepare(pool, at: url, existing: existing, readOnly: readOnly, historyTracking: historyTracking, schema: schema)
+        self.metadata = metadata
+        self.identifier = metadata[PersistentStore.metadataIdentifierKey] as? String ?? UUID().uuidString
+    }
+
+    /// Refuses a store that cannot be opened as asked: a missing folder, or a file or folder that
+    /// is not writable (unless read-only), or a missing file (read-only).
+    private static func checkFiles(at url: URL, readOnly: Bool) throws {
+        let path = url.path
         if !readOnly {
             let directory = url.deletingLastPathComponent().path
             var isDirectory: ObjCBool = false
@@ -80,13 +98,21 @@ final class SQLiteStore: StoreBackend {
         } else if !FileManager.default.fileExists(atPath: path) {
             throw ObjectGraphError(.io, "Cannot open the read-only SQLite store at \(path): there is no such file", url: url)
         }
+    }
+
+    /// The pool over the file, each connection with ObjectGraph's SQL functions and the durability
+    /// asked for.
+    private static func openPool(
+        at url: URL, readOnly: Bool, durability: StoreDurability, maximumReaderCount: Int, busyTimeout: Double, sqlLog: SQLDebugLog?
+    ) throws -> DatabasePool {
+        let path = url.path
+        let pool: DatabasePool
         var configuration = Configuration()
         configuration.readonly = readOnly
         configuration.maximumReaderCount = max(1, maximumReaderCount)
         configuration.busyMode = .timeout(busyTimeout)
         configuration.label = "ObjectGraph.SQLiteStore"
         let synchronous = durability == .full ? "FULL" : "NORMAL"
-        self.sqlLog = sqlLog
         configuration.prepareDatabase { db in
             SQLiteFunctions.register(in: db)
             sqlLog?.install(on: db)
@@ -119,12 +145,15 @@ final class SQLiteStore: StoreBackend {
                 throw Self.translate(error, url: url, while: "setting the store's durability")
             }
         }
-        var layouts: [Int: TableLayout] = [:]
-        for root in model.entitiesByCode where root.superentity == nil {
-            layouts[root.entityCode] = TableLayout(root: root, schema: schema, dialect: .sqlite)
-        }
-        self.layouts = layouts
-        let schema = self.schema
+        return pool
+    }
+
+    /// The store's metadata: an existing store's (with the model's declared indexes added to a
+    /// store ObjectGraph wrote), or a new store's tables created; history tables where asked for.
+    private static func prepare(
+        _ pool: DatabasePool, at url: URL, existing: ExistingFile?, readOnly: Bool, historyTracking: Bool, schema: CoreDataLayout
+    ) throws -> [String: any Sendable] {
+        let path = url.path
         let metadata: [String: any Sendable]
         do {
             if let existing {
@@ -158,8 +187,7 @@ final class SQLiteStore: StoreBackend {
             try? pool.close()
             throw Self.translate(error, url: url, while: "opening the SQLite store")
         }
-        self.metadata = metadata
-        self.identifier = metadata[PersistentStore.metadataIdentifierKey] as? String ?? UUID().uuidString
+        return metadata
     }
 
     /// Creates Core Data's tables for `schema` in an empty database: `Z_PRIMARYKEY` (every entity,
