@@ -129,16 +129,7 @@ final class ObjectGraphSide: BenchSide {
     }
 
     func prepare(_ metric: Metric, sizes: BenchSizes) throws {
-        switch metric.workload {
-        case .insert: break
-        case .fetch, .fault, .cachehit: _ = try store("items", rows: sizes.fetch, access: metric.access)
-        case .batched: _ = try store("items", rows: sizes.batched)
-        case .predicate, .readwrite: _ = try store("entries", rows: sizes.predicateRows)
-        case .update: _ = try store(BenchStores.update(metric.access), rows: sizes.update, access: metric.access)
-        case .merge: _ = try store("merge", rows: sizes.merge)
-        case .batch: if metric == .batchUpdate { _ = try store("batch", rows: sizes.batch) }
-        case .frcMerge: break  // a new store for each run
-        }
+        if let kept = BenchStores.kept(by: metric, sizes: sizes) { _ = try store(kept.kind, rows: kept.rows, access: metric.access) }
     }
 
     // MARK: - Workloads
@@ -286,14 +277,7 @@ final class ObjectGraphSide: BenchSide {
         let context = newContext(coordinator, name: "predicate")
         let (seconds, (count, checksum)) = try context.performAndWait {
             try BenchClock.measure {
-                var count = 0
-                var checksum: Int64 = 0
-                for prefix in prefixes {
-                    let (n, sum) = try Self.queryEntries(context, prefix: prefix, limit: limit)
-                    count += n
-                    checksum &+= sum
-                }
-                return (count, checksum)
+                try BenchData.sum(over: prefixes) { prefix in try Self.queryEntries(context, prefix: prefix, limit: limit) }
             }
         }
         return BenchSample(seconds: seconds, rows: count, checksum: checksum)
