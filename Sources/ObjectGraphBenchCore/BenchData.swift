@@ -37,6 +37,27 @@ package enum BenchData {
         return sum
     }
 
+    /// An item's ten values, `i0` first.
+    package typealias ItemValues = (Int64, Int64, Int64, Int64, Int64, Int64, Int64, Int64, Int64, Int64)
+
+    /// ``itemChecksum(_:)`` of an item's ten values.
+    package static func itemChecksum(of values: ItemValues) -> Int64 {
+        itemChecksum { k in
+            switch k {
+            case 0: values.0
+            case 1: values.1
+            case 2: values.2
+            case 3: values.3
+            case 4: values.4
+            case 5: values.5
+            case 6: values.6
+            case 7: values.7
+            case 8: values.8
+            default: values.9
+            }
+        }
+    }
+
     /// The row numbers `fault` and `cachehit` read: `count` distinct rows of `rows`, in random order.
     package static func picks(_ count: Int, of rows: Int) -> [Int] {
         var random = BenchRandom(seed: seed ^ 0xF1C5)
@@ -92,5 +113,20 @@ package enum BenchStores {
     /// `update_typed` another, so that each can be read back and compared across the sides.
     package static func update(_ access: BenchAccess) -> String {
         access == .typed ? "update_typed" : "update"
+    }
+
+    /// The kept store `metric` reads, which each side seeds once before the runs: its kind
+    /// (`items`, `update`, `update_typed`, `merge`, `batch` or `entries`) and its rows. nil when
+    /// each run makes a store of its own.
+    package static func kept(by metric: Metric, sizes: BenchSizes) -> (kind: String, rows: Int)? {
+        switch metric.workload {
+        case .insert, .frcMerge: nil
+        case .fetch, .fault, .cachehit: ("items", sizes.fetch)
+        case .batched: ("items", sizes.batched)
+        case .predicate, .readwrite: ("entries", sizes.predicateRows)
+        case .update: (update(metric.access), sizes.update)
+        case .merge: ("merge", sizes.merge)
+        case .batch: metric == .batchUpdate ? ("batch", sizes.batch) : nil
+        }
     }
 }

@@ -80,3 +80,87 @@ protocol BenchSide: AnyObject {
     /// checksum that of the results after the merge (`BenchResultsChanges.checksum`).
     func resultsMerge(rows: Int, changes: BenchResultsChanges) throws -> BenchSample?
 }
+
+/// A side that reads rows into structs, with no object graph (the raw SQLite and GRDB sides): its
+/// seeded databases are kept by kind, and its `fault` and `cachehit` read the rows at `picks` by
+/// primary key, in one transaction, the floor ObjectGraph's faults and row cache are held to.
+protocol RowSide: BenchSide {
+    associatedtype Store
+    associatedtype ItemRow: BenchItemRow
+
+    /// The seeded database `kind` (`items`, `update`, `merge`, `batch` or `entries`) of `rows` rows.
+    func database(_ kind: String, rows: Int) throws -> Store
+
+    /// A new database of its own, with the item table, and a function that removes it.
+    func newDatabase(_ name: String) throws -> (Store, remove: () -> Void)
+
+    /// Inserts items 0..<count into an empty database, saved in one transaction: what `insert` times.
+    func insertItems(into store: Store, count: Int) throws
+
+    /// Every item, and the checksum of their ten values.
+    func readAllItems(_ store: Store) throws -> (Int, Int64)
+
+    /// The rows `picks` (row numbers), each read by primary key, in one transaction.
+    func pointLookups(_ store: Store, picks: [Int]) throws -> [ItemRow]
+}
+
+/// An item row, read into a struct.
+protocol BenchItemRow {
+    var i0: Int64 { get }
+    /// The checksum of the ten values.
+    var checksum: Int64 { get }
+}
+
+extension RowSide {
+    func prepare(_ metric: Metric, sizes: BenchSizes) throws {
+        if let store = BenchStores.kept(by: metric, sizes: sizes) { _ = try database(store.kind, rows: store.rows) }
+    }
+
+    func insert(count: Int, access: BenchAccess) throws -> BenchSample {
+        let (store, remove) = try newDatabase("insert")
+        defer { remove() }
+        let seconds = try BenchClock.seconds { try insertItems(into: store, count: count) }
+        let (rows, checksum) = try readAllItems(store)
+        return BenchSample(seconds: seconds, rows: rows, checksum: checksum)
+    }
+
+    func fetch(rows: Int, access: BenchAccess) throws -> BenchSample {
+        let store = try database("items", rows: rows)
+        let (seconds, (count, checksum)) = try BenchClock.measure { try readAllItems(store) }
+        return BenchSample(seconds: seconds, rows: count, checksum: checksum)
+    }
+
+    func fault(rows: Int, picks: [Int]) throws -> BenchSample {
+        try timedPointLookups(rows: rows, picks: picks) { $0.i0 }
+    }
+
+    func cacheHit(rows: Int, picks: [Int]) throws -> BenchSample {
+        try timedPointLookups(rows: rows, picks: picks) { $0.checksum }
+    }
+
+    /// Reads the rows `picks` of the `rows`-item store by primary key. Timed: the lookups and the
+    /// sum of what `figure` reads from each row.
+    @inline(__always)
+    private func timedPointLookups(rows: Int, picks: [Int], _ figure: (ItemRow) -> Int64) throws -> BenchSample {
+        let store = try database("items", rows: rows)
+        let (seconds, checksum) = try BenchClock.measure {
+            try pointLookups(store, picks: picks).reduce(Int64(0)) { $0 &+ figure($1) }
+        }
+        return BenchSample(seconds: seconds, rows: picks.count, checksum: checksum)
+    }
+}
+
+extension BenchData {
+    /// Runs `query` once per prefix (`predicate`'s queries): the results it counted, and the sum of
+    /// their checksums.
+    static func sum(over prefixes: [String], _ query: (String) throws -> (Int, Int64)) rethrows -> (Int, Int64) {
+        var count = 0
+        var checksum: Int64 = 0
+        for prefix in prefixes {
+            let (n, sum) = try query(prefix)
+            count += n
+            checksum &+= sum
+        }
+        return (count, checksum)
+    }
+}

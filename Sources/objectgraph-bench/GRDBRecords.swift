@@ -3,7 +3,7 @@ import ObjectGraphBenchCore
 
 /// An item as a GRDB record, written as GRDB's documentation shows: `init(row:)` reading columns
 /// by name, `encode(to:)` writing them (faster than `Codable`, which a user could pick instead).
-struct GRDBItem: FetchableRecord, MutablePersistableRecord {
+struct GRDBItem: FetchableRecord, MutablePersistableRecord, BenchItemRow {
     static let databaseTableName = "item"
     var id: Int64?
     var i0, i1, i2, i3, i4, i5, i6, i7, i8, i9: Int64
@@ -28,23 +28,8 @@ struct GRDBItem: FetchableRecord, MutablePersistableRecord {
 
     mutating func didInsert(_ inserted: InsertionSuccess) { id = inserted.rowID }
 
-    subscript(_ k: Int) -> Int64 {
-        switch k {
-        case 0: i0
-        case 1: i1
-        case 2: i2
-        case 3: i3
-        case 4: i4
-        case 5: i5
-        case 6: i6
-        case 7: i7
-        case 8: i8
-        default: i9
-        }
-    }
-
     /// The checksum of the ten attributes.
-    var checksum: Int64 { BenchData.itemChecksum { self[$0] } }
+    var checksum: Int64 { BenchData.itemChecksum(of: (i0, i1, i2, i3, i4, i5, i6, i7, i8, i9)) }
 }
 
 /// An entry (`name`, `score`) as a GRDB record.

@@ -4,7 +4,7 @@ import ObjectGraphBenchCore
 
 /// The workloads through GRDB's record API and a `DatabasePool` (WAL), as a Swift user would
 /// write them: `fetchAll`, `fetchOne(key:)`, cursors, the query interface, `insert`, `updateChanges`.
-final class GRDBSide: BenchSide {
+final class GRDBSide: RowSide {
     let variant = BenchVariant.grdb
     let directory: URL
     private let synchronous: BenchSynchronous
@@ -88,74 +88,32 @@ final class GRDBSide: BenchSide {
         return checksum
     }
 
-    func prepare(_ metric: Metric, sizes: BenchSizes) throws {
-        switch metric.workload {
-        case .insert: break
-        case .fetch, .fault, .cachehit: _ = try database("items", rows: sizes.fetch)
-        case .batched: _ = try database("items", rows: sizes.batched)
-        case .predicate, .readwrite: _ = try database("entries", rows: sizes.predicateRows)
-        case .update: _ = try database(BenchStores.update(metric.access), rows: sizes.update)
-        case .merge: _ = try database("merge", rows: sizes.merge)
-        case .batch: if metric == .batchUpdate { _ = try database("batch", rows: sizes.batch) }
-        case .frcMerge: break  // a new database for each run
-        }
-    }
-
     // MARK: - Workloads
 
-    func insert(count: Int, access: BenchAccess) throws -> BenchSample {
-        let name = "insert-\(UUID().uuidString).sqlite"
-        defer { for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(at: directory.appendingPathComponent(name + suffix)) } }
-        let pool = try open(name)
-        try pool.write { db in try Self.createItems(db) }
-        let seconds = try BenchClock.seconds {
-            try pool.write { db in
-                for row in 0..<count {
-                    var item = GRDBItem(row: row)
-                    try item.insert(db)
-                }
+    /// Inserts items 0..<count as records, in one write.
+    func insertItems(into pool: DatabasePool, count: Int) throws {
+        try pool.write { db in
+            for row in 0..<count {
+                var item = GRDBItem(row: row)
+                try item.insert(db)
             }
         }
-        let (rows, checksum) = try readAllItems(pool)
-        try pool.close()
-        return BenchSample(seconds: seconds, rows: rows, checksum: checksum)
     }
 
+    /// Every item, as records read in one transaction, and the checksum of their ten values.
     func readAllItems(_ pool: DatabasePool) throws -> (Int, Int64) {
         let items = try pool.read { db in try GRDBItem.fetchAll(db) }
         return (items.count, items.reduce(0) { $0 &+ $1.checksum })
     }
 
-    func fetch(rows: Int, access: BenchAccess) throws -> BenchSample {
-        let pool = try database("items", rows: rows)
-        let (seconds, (count, checksum)) = try BenchClock.measure { try readAllItems(pool) }
-        return BenchSample(seconds: seconds, rows: count, checksum: checksum)
-    }
-
     /// The rows `picks` (row numbers), each fetched by primary key, in one read transaction.
-    private func pointLookups(_ pool: DatabasePool, picks: [Int]) throws -> [GRDBItem] {
+    func pointLookups(_ pool: DatabasePool, picks: [Int]) throws -> [GRDBItem] {
         try pool.read { db in
             try picks.map { row in
                 guard let item = try GRDBItem.fetchOne(db, key: row + 1) else { throw BenchError("no item with id \(row + 1)") }
                 return item
             }
         }
-    }
-
-    func fault(rows: Int, picks: [Int]) throws -> BenchSample {
-        let pool = try database("items", rows: rows)
-        let (seconds, checksum) = try BenchClock.measure {
-            try pointLookups(pool, picks: picks).reduce(Int64(0)) { $0 &+ $1.i0 }
-        }
-        return BenchSample(seconds: seconds, rows: picks.count, checksum: checksum)
-    }
-
-    func cacheHit(rows: Int, picks: [Int]) throws -> BenchSample {
-        let pool = try database("items", rows: rows)
-        let (seconds, checksum) = try BenchClock.measure {
-            try pointLookups(pool, picks: picks).reduce(Int64(0)) { $0 &+ $1.checksum }
-        }
-        return BenchSample(seconds: seconds, rows: picks.count, checksum: checksum)
     }
 
     func batched(rows: Int, batchSize: Int) throws -> BenchSample {
@@ -194,15 +152,8 @@ final class GRDBSide: BenchSide {
     func predicate(rows: Int, prefixes: [String], limit: Int) throws -> BenchSample {
         let pool = try database("entries", rows: rows)
         let (seconds, (count, checksum)) = try BenchClock.measure {
-            try pool.read { db -> (Int, Int64) in
-                var count = 0
-                var checksum: Int64 = 0
-                for prefix in prefixes {
-                    let (n, sum) = try Self.queryEntries(db, prefix: prefix, limit: limit)
-                    count += n
-                    checksum &+= sum
-                }
-                return (count, checksum)
+            try pool.read { db in
+                try BenchData.sum(over: prefixes) { prefix in try Self.queryEntries(db, prefix: prefix, limit: limit) }
             }
         }
         return BenchSample(seconds: seconds, rows: count, checksum: checksum)

@@ -26,21 +26,5 @@ extension Item {
     }
 
     /// The checksum of the ten attributes, each read once through its property.
-    var checksum: Int64 {
-        let values = (i0, i1, i2, i3, i4, i5, i6, i7, i8, i9)
-        return BenchData.itemChecksum { k in
-            switch k {
-            case 0: values.0
-            case 1: values.1
-            case 2: values.2
-            case 3: values.3
-            case 4: values.4
-            case 5: values.5
-            case 6: values.6
-            case 7: values.7
-            case 8: values.8
-            default: values.9
-            }
-        }
-    }
+    var checksum: Int64 { BenchData.itemChecksum(of: (i0, i1, i2, i3, i4, i5, i6, i7, i8, i9)) }
 }

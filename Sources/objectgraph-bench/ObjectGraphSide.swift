@@ -129,65 +129,79 @@ final class ObjectGraphSide: BenchSide {
     }
 
     func prepare(_ metric: Metric, sizes: BenchSizes) throws {
-        switch metric.workload {
-        case .insert: break
-        case .fetch, .fault, .cachehit: _ = try store("items", rows: sizes.fetch, access: metric.access)
-        case .batched: _ = try store("items", rows: sizes.batched)
-        case .predicate, .readwrite: _ = try store("entries", rows: sizes.predicateRows)
-        case .update: _ = try store(BenchStores.update(metric.access), rows: sizes.update, access: metric.access)
-        case .merge: _ = try store("merge", rows: sizes.merge)
-        case .batch: if metric == .batchUpdate { _ = try store("batch", rows: sizes.batch) }
-        case .frcMerge: break  // a new store for each run
-        }
+        if let kept = BenchStores.kept(by: metric, sizes: sizes) { _ = try store(kept.kind, rows: kept.rows, access: metric.access) }
     }
 
     // MARK: - Workloads
 
     func insert(count: Int, access: BenchAccess) throws -> BenchSample {
         if access == .typed { return try insertTyped(count: count) }
-        let (url, remove) = try newStoreLocation("insert")
+        return try timedInsert(access: .keyValue, name: "insert") { context in
+            for row in 0..<count {
+                let item = context.insertNewObject(forEntityName: "Item")
+                for key in BenchData.itemKeys { item.setValue(Int64(row), forKey: key) }
+            }
+        }
+    }
+
+    /// Inserts items into a new, empty store of `access`'s model with `insertAll`, then saves.
+    /// Timed: `insertAll` and the save.
+    func timedInsert(access: BenchAccess, name: String, _ insertAll: (ManagedObjectContext) -> Void) throws -> BenchSample {
+        let (url, remove) = try newStoreLocation(access == .typed ? "insert-typed" : "insert")
         defer { remove() }
         let seconds: Double
         do {
-            let coordinator = try openCoordinator(at: url)
+            let coordinator = try openCoordinator(at: url, access: access)
             defer { close(coordinator) }
-            let context = newContext(coordinator, name: "insert")
+            let context = newContext(coordinator, name: name)
             seconds = try context.performAndWait {
                 try BenchClock.seconds {
-                    for row in 0..<count {
-                        let item = context.insertNewObject(forEntityName: "Item")
-                        for key in BenchData.itemKeys { item.setValue(Int64(row), forKey: key) }
-                    }
+                    insertAll(context)
                     try context.save()
                 }
             }
         }
         // Read the store back with a new coordinator: what the sample reports is what was stored.
-        let coordinator = try openCoordinator(at: url)
+        let coordinator = try openCoordinator(at: url, access: access)
         defer { close(coordinator) }
-        let (rows, checksum) = try readAllItems(coordinator)
+        let (rows, checksum) = try readAllItems(coordinator, access: access)
         return BenchSample(seconds: seconds, rows: rows, checksum: checksum)
     }
 
-    /// Every item of a store, fully materialised, and the checksum of their ten attributes.
-    func readAllItems(_ coordinator: PersistentStoreCoordinator) throws -> (Int, Int64) {
-        let context = newContext(coordinator, name: "fetch")
-        return try context.performAndWait {
-            let request = FetchRequest<ManagedObject>(entityName: "Item")
-            request.returnsObjectsAsFaults = false
-            let items = try context.fetch(request)
+    /// A request for every item as `T`, fully materialised (`returnsObjectsAsFaults = false`).
+    static func allItems<T: ManagedObject>(as type: T.Type) -> FetchRequest<T> {
+        let request = FetchRequest<T>(entityName: "Item")
+        request.returnsObjectsAsFaults = false
+        return request
+    }
+
+    /// Every item of a store, fully materialised, and the checksum of their ten attributes, read
+    /// as `access` says.
+    func readAllItems(_ coordinator: PersistentStoreCoordinator, access: BenchAccess = .keyValue) throws -> (Int, Int64) {
+        if access == .typed { return try readAllTypedItems(coordinator) }
+        return try readAllItems(coordinator, as: ManagedObject.self, name: "fetch") { items in
             var checksum: Int64 = 0
             for item in items {
                 checksum &+= BenchData.itemChecksum { item.value(forKey: BenchData.itemKeys[$0]) as! Int64 }
             }
-            return (items.count, checksum)
+            return checksum
+        }
+    }
+
+    /// Every item of a store as `T`, fully materialised, and the checksum `checksum` reads from them.
+    func readAllItems<T: ManagedObject>(
+        _ coordinator: PersistentStoreCoordinator, as type: T.Type, name: String, checksum: ([T]) -> Int64
+    ) throws -> (Int, Int64) {
+        let context = newContext(coordinator, name: name)
+        return try context.performAndWait {
+            let items = try context.fetch(Self.allItems(as: T.self))
+            return (items.count, checksum(items))
         }
     }
 
     func fetch(rows: Int, access: BenchAccess) throws -> BenchSample {
-        if access == .typed { return try fetchTyped(rows: rows) }
-        let coordinator = try store("items", rows: rows)
-        let (seconds, (count, checksum)) = try BenchClock.measure { try readAllItems(coordinator) }
+        let coordinator = try store("items", rows: rows, access: access)
+        let (seconds, (count, checksum)) = try BenchClock.measure { try readAllItems(coordinator, access: access) }
         return BenchSample(seconds: seconds, rows: count, checksum: checksum)
     }
 
@@ -286,14 +300,7 @@ final class ObjectGraphSide: BenchSide {
         let context = newContext(coordinator, name: "predicate")
         let (seconds, (count, checksum)) = try context.performAndWait {
             try BenchClock.measure {
-                var count = 0
-                var checksum: Int64 = 0
-                for prefix in prefixes {
-                    let (n, sum) = try Self.queryEntries(context, prefix: prefix, limit: limit)
-                    count += n
-                    checksum &+= sum
-                }
-                return (count, checksum)
+                try BenchData.sum(over: prefixes) { prefix in try Self.queryEntries(context, prefix: prefix, limit: limit) }
             }
         }
         return BenchSample(seconds: seconds, rows: count, checksum: checksum)
@@ -318,19 +325,28 @@ final class ObjectGraphSide: BenchSide {
 
     func updateInOneSave(rows: Int, access: BenchAccess) throws -> BenchSample {
         if access == .typed { return try updateTyped(rows: rows) }
-        let coordinator = try store("update", rows: rows)
-        let context = newContext(coordinator, name: "update")
+        return try timedUpdate(store("update", rows: rows), as: ManagedObject.self, name: "update") { items in
+            var checksum: Int64 = 0
+            for item in items {
+                let value = (item.value(forKey: "i0") as! Int64) + 1
+                item.setValue(value, forKey: "i0")
+                checksum &+= value
+            }
+            return checksum
+        }
+    }
+
+    /// Fetches every item of `coordinator`'s store as `T`, fully materialised (untimed), changes
+    /// them with `change`, which returns the checksum of the new values, and saves once. Timed: the
+    /// changes and the save.
+    func timedUpdate<T: ManagedObject>(
+        _ coordinator: PersistentStoreCoordinator, as type: T.Type, name: String, _ change: ([T]) -> Int64
+    ) throws -> BenchSample {
+        let context = newContext(coordinator, name: name)
         return try context.performAndWait {
-            let request = FetchRequest<ManagedObject>(entityName: "Item")
-            request.returnsObjectsAsFaults = false
-            let items = try context.fetch(request)
+            let items = try context.fetch(Self.allItems(as: T.self))
             let (seconds, checksum) = try BenchClock.measure {
-                var checksum: Int64 = 0
-                for item in items {
-                    let value = (item.value(forKey: "i0") as! Int64) + 1
-                    item.setValue(value, forKey: "i0")
-                    checksum &+= value
-                }
+                let checksum = change(items)
                 try context.save()
                 return checksum
             }
@@ -364,9 +380,7 @@ final class ObjectGraphSide: BenchSide {
         let coordinator = try store(BenchStores.update(access), rows: rows, access: access)
         let context = newContext(coordinator, name: "check")
         return try context.performAndWait {
-            let request = FetchRequest<ManagedObject>(entityName: "Item")
-            request.returnsObjectsAsFaults = false
-            return try context.fetch(request).reduce(0) { $0 &+ ($1.value(forKey: "i0") as! Int64) }
+            try context.fetch(Self.allItems(as: ManagedObject.self)).reduce(0) { $0 &+ ($1.value(forKey: "i0") as! Int64) }
         }
     }
 
@@ -407,11 +421,7 @@ final class ObjectGraphSide: BenchSide {
         let coordinator = try store("merge", rows: rows)
         let main = newContext(coordinator, name: "main")
         let background = newContext(coordinator, name: "background")
-        let items = try main.performAndWait {
-            let request = FetchRequest<ManagedObject>(entityName: "Item")
-            request.returnsObjectsAsFaults = false
-            return try main.fetch(request)
-        }
+        let items = try main.performAndWait { try main.fetch(Self.allItems(as: ManagedObject.self)) }
         guard items.count == rows else { throw BenchError("merge: fetched \(items.count) items, expected \(rows)") }
         let notification = try saveInBackground(background) { item in
             item.setValue((item.value(forKey: "i0") as! Int64) + 1, forKey: "i0")
@@ -428,9 +438,7 @@ final class ObjectGraphSide: BenchSide {
     /// Changes every item in `context` and saves; the save's `didSaveObjectsNotification`.
     private func saveInBackground(_ context: ManagedObjectContext, change: (ManagedObject) -> Void) throws -> Notification {
         try didSaveNotification(of: context, workload: "merge") {
-            let request = FetchRequest<ManagedObject>(entityName: "Item")
-            request.returnsObjectsAsFaults = false
-            for item in try context.fetch(request) { change(item) }
+            for item in try context.fetch(Self.allItems(as: ManagedObject.self)) { change(item) }
             try context.save()
         }
     }

@@ -100,13 +100,8 @@ final class RawPostgresSide: BenchSide {
 
     func prepare(_ metric: Metric, sizes: BenchSizes) throws {
         switch metric.workload {
-        case .insert: break
-        case .fetch, .fault, .cachehit: _ = try database("items", rows: sizes.fetch)
-        case .batched: _ = try database("items", rows: sizes.batched)
-        case .predicate: _ = try database("entries", rows: sizes.predicateRows)
-        case .update: _ = try database(BenchStores.update(metric.access), rows: sizes.update)
-        case .batch: if metric == .batchUpdate { _ = try database("batch", rows: sizes.batch) }
         case .readwrite, .merge, .frcMerge: throw Self.notOnPostgres(metric.rawValue)
+        default: if let store = BenchStores.kept(by: metric, sizes: sizes) { _ = try database(store.kind, rows: store.rows) }
         }
     }
 
@@ -128,6 +123,11 @@ final class RawPostgresSide: BenchSide {
     }
 
     func fetch(rows: Int, access: BenchAccess) throws -> BenchSample {
+        try readAllItemsTimed(rows: rows)
+    }
+
+    /// Every item of the `rows`-item store, read in one statement. Timed: the statement and reading its rows.
+    private func readAllItemsTimed(rows: Int) throws -> BenchSample {
         let connection = try database("items", rows: rows)
         let logger = self.logger
         return try postgres.blocking {
@@ -156,7 +156,7 @@ final class RawPostgresSide: BenchSide {
         let logger = self.logger
         return try postgres.blocking {
             let (seconds, checksum) = try await BenchClock.measure {
-                try await Self.pointLookups(connection, picks: picks, logger: logger).reduce(Int64(0)) { $0 &+ $1[0] }
+                try await Self.pointLookups(connection, picks: picks, logger: logger).reduce(Int64(0)) { $0 &+ $1.values.0 }
             }
             return BenchSample(seconds: seconds, rows: picks.count, checksum: checksum)
         }
@@ -175,12 +175,7 @@ final class RawPostgresSide: BenchSide {
 
     /// One statement whose rows PostgresNIO streams (with back pressure): the cursor of the others.
     func batched(rows: Int, batchSize: Int) throws -> BenchSample {
-        let connection = try database("items", rows: rows)
-        let logger = self.logger
-        return try postgres.blocking {
-            let (seconds, (count, checksum)) = try await BenchClock.measure { try await Self.readAllItems(connection, logger: logger) }
-            return BenchSample(seconds: seconds, rows: count, checksum: checksum)
-        }
+        try readAllItemsTimed(rows: rows)
     }
 
     func predicate(rows: Int, prefixes: [String], limit: Int) throws -> BenchSample {

@@ -17,7 +17,7 @@ enum RawPostgres {
 
     /// An item's ten values (`id` aside), as the other sides read them.
     struct Item {
-        var values: (Int64, Int64, Int64, Int64, Int64, Int64, Int64, Int64, Int64, Int64)
+        var values: BenchData.ItemValues
 
         init(_ row: PostgresRow) throws {
             let (_, i0, i1, i2, i3, i4, i5, i6, i7, i8, i9) = try row.decode(
@@ -25,22 +25,7 @@ enum RawPostgres {
             values = (i0, i1, i2, i3, i4, i5, i6, i7, i8, i9)
         }
 
-        subscript(_ k: Int) -> Int64 {
-            switch k {
-            case 0: values.0
-            case 1: values.1
-            case 2: values.2
-            case 3: values.3
-            case 4: values.4
-            case 5: values.5
-            case 6: values.6
-            case 7: values.7
-            case 8: values.8
-            default: values.9
-            }
-        }
-
-        var checksum: Int64 { BenchData.itemChecksum { self[$0] } }
+        var checksum: Int64 { BenchData.itemChecksum(of: values) }
     }
 
     /// Item row `value`: every attribute equal to it.
@@ -49,13 +34,7 @@ enum RawPostgres {
         typealias Row = ()
         var value: Int64
 
-        func makeBindings() -> PostgresBindings {
-            var bindings = PostgresBindings(capacity: 10)
-            for _ in 0..<10 { bindings.append(value) }
-            return bindings
-        }
-
-        func decodeRow(_ row: PostgresRow) throws -> Row {}
+        func makeBindings() -> PostgresBindings { RawPostgres.bindings(repeating: value, count: 10) }
     }
 
     /// Item rows `values`, set-based: ten arrays unnested into one INSERT (the bulk path).
@@ -65,13 +44,7 @@ enum RawPostgres {
         typealias Row = ()
         var values: [Int64]
 
-        func makeBindings() -> PostgresBindings {
-            var bindings = PostgresBindings(capacity: 10)
-            for _ in 0..<10 { bindings.append(values) }
-            return bindings
-        }
-
-        func decodeRow(_ row: PostgresRow) throws -> Row {}
+        func makeBindings() -> PostgresBindings { RawPostgres.bindings(repeating: values, count: 10) }
     }
 
     struct SelectItems: PostgresPreparedStatement {
@@ -86,11 +59,7 @@ enum RawPostgres {
         typealias Row = Item
         var id: Int64
 
-        func makeBindings() -> PostgresBindings {
-            var bindings = PostgresBindings(capacity: 1)
-            bindings.append(id)
-            return bindings
-        }
+        func makeBindings() -> PostgresBindings { RawPostgres.bindings(id) }
 
         func decodeRow(_ row: PostgresRow) throws -> Row { try Item(row) }
     }
@@ -108,14 +77,7 @@ enum RawPostgres {
         var value: Int64
         var id: Int64
 
-        func makeBindings() -> PostgresBindings {
-            var bindings = PostgresBindings(capacity: 2)
-            bindings.append(value)
-            bindings.append(id)
-            return bindings
-        }
-
-        func decodeRow(_ row: PostgresRow) throws -> Row {}
+        func makeBindings() -> PostgresBindings { RawPostgres.bindings(value, id) }
     }
 
     struct InsertEntry: PostgresPreparedStatement {
@@ -124,14 +86,7 @@ enum RawPostgres {
         var name: String
         var score: Int64
 
-        func makeBindings() -> PostgresBindings {
-            var bindings = PostgresBindings(capacity: 2)
-            bindings.append(name)
-            bindings.append(score)
-            return bindings
-        }
-
-        func decodeRow(_ row: PostgresRow) throws -> Row {}
+        func makeBindings() -> PostgresBindings { RawPostgres.bindings(name, score) }
     }
 
     /// `name BEGINSWITH prefix` as a range of the byte-ordered index, by score descending; a NULL
@@ -165,13 +120,7 @@ enum RawPostgres {
         var value: Int64
         var range: Range<Int>
 
-        func makeBindings() -> PostgresBindings {
-            var bindings = PostgresBindings(capacity: 3)
-            bindings.append(value)
-            bindings.append(Int64(range.lowerBound))
-            bindings.append(Int64(range.upperBound))
-            return bindings
-        }
+        func makeBindings() -> PostgresBindings { RawPostgres.bindings(value, Int64(range.lowerBound), Int64(range.upperBound)) }
 
         func decodeRow(_ row: PostgresRow) throws -> Row { try row.decode(Int64.self) }
     }
@@ -182,14 +131,25 @@ enum RawPostgres {
         typealias Row = Int64
         var range: Range<Int>
 
-        func makeBindings() -> PostgresBindings {
-            var bindings = PostgresBindings(capacity: 2)
-            bindings.append(Int64(range.lowerBound))
-            bindings.append(Int64(range.upperBound))
-            return bindings
-        }
+        func makeBindings() -> PostgresBindings { RawPostgres.bindings(Int64(range.lowerBound), Int64(range.upperBound)) }
 
         func decodeRow(_ row: PostgresRow) throws -> Row { try row.decode(Int64.self) }
+    }
+
+    /// `values` bound in order, as `$1`, `$2`, ….
+    static func bindings<each Value: PostgresDynamicTypeEncodable>(_ values: repeat each Value) -> PostgresBindings {
+        var count = 0
+        for _ in repeat each values { count += 1 }
+        var bindings = PostgresBindings(capacity: count)
+        repeat bindings.append(each values)
+        return bindings
+    }
+
+    /// `value` bound `count` times, as `$1` to `$count`.
+    static func bindings<Value: PostgresDynamicTypeEncodable>(repeating value: Value, count: Int) -> PostgresBindings {
+        var bindings = PostgresBindings(capacity: count)
+        for _ in 0..<count { bindings.append(value) }
+        return bindings
     }
 
     /// Runs a statement and reads its rows to the end (PostgresNIO's stream of a statement must
@@ -206,4 +166,9 @@ enum RawPostgres {
         guard let count else { throw BenchError("\(Statement.sql) returned no row") }
         return Int(count)
     }
+}
+
+extension PostgresPreparedStatement where Row == () {
+    /// A statement that returns no rows has none to decode.
+    func decodeRow(_ row: PostgresRow) throws -> Row { () }
 }

@@ -3,7 +3,7 @@ import ObjectGraphBenchCore
 
 /// The workloads through the SQLite C API: prepared statements, one transaction per save, rows
 /// read into plain structs. The floor ObjectGraph is held to.
-final class RawSide: BenchSide {
+final class RawSide: RowSide {
     let variant = BenchVariant.raw
     let directory: URL
     let synchronous: BenchSynchronous
@@ -24,7 +24,7 @@ final class RawSide: BenchSide {
     static let selectEntries = "SELECT id, name, score FROM entry WHERE name >= ? AND name < ? ORDER BY score DESC LIMIT ?"
 
     /// An item row, read into a struct.
-    struct Item {
+    struct Item: BenchItemRow {
         var id: Int64
         var i0, i1, i2, i3, i4, i5, i6, i7, i8, i9: Int64
 
@@ -36,22 +36,7 @@ final class RawSide: BenchSide {
             i8 = statement.int64(9); i9 = statement.int64(10)
         }
 
-        subscript(_ k: Int) -> Int64 {
-            switch k {
-            case 0: i0
-            case 1: i1
-            case 2: i2
-            case 3: i3
-            case 4: i4
-            case 5: i5
-            case 6: i6
-            case 7: i7
-            case 8: i8
-            default: i9
-            }
-        }
-
-        var checksum: Int64 { BenchData.itemChecksum { self[$0] } }
+        var checksum: Int64 { BenchData.itemChecksum(of: (i0, i1, i2, i3, i4, i5, i6, i7, i8, i9)) }
     }
 
     init(directory: URL, synchronous: BenchSynchronous) throws {
@@ -111,51 +96,25 @@ final class RawSide: BenchSide {
         return checksum
     }
 
-    func prepare(_ metric: Metric, sizes: BenchSizes) throws {
-        switch metric.workload {
-        case .insert: break
-        case .fetch, .fault, .cachehit: _ = try database("items", rows: sizes.fetch)
-        case .batched: _ = try database("items", rows: sizes.batched)
-        case .predicate, .readwrite: _ = try database("entries", rows: sizes.predicateRows)
-        case .update: _ = try database(BenchStores.update(metric.access), rows: sizes.update)
-        case .merge: _ = try database("merge", rows: sizes.merge)
-        case .batch: if metric == .batchUpdate { _ = try database("batch", rows: sizes.batch) }
-        case .frcMerge: break  // a new database for each run
-        }
-    }
-
     // MARK: - Workloads
 
-    func insert(count: Int, access: BenchAccess) throws -> BenchSample {
-        let name = "insert-\(UUID().uuidString).sqlite"
-        defer { for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(at: directory.appendingPathComponent(name + suffix)) } }
-        let connection = try open(name)
-        try connection.execute(Self.createItems)
-        let seconds = try BenchClock.seconds {
-            try connection.execute("BEGIN")
-            try Self.insertItems(connection, count: count)
-            try connection.execute("COMMIT")
-        }
-        let (rows, checksum) = try readAllItems(connection)
-        return BenchSample(seconds: seconds, rows: rows, checksum: checksum)
+    /// Inserts items 0..<count through a prepared statement, in one transaction.
+    func insertItems(into connection: RawConnection, count: Int) throws {
+        try connection.execute("BEGIN")
+        try Self.insertItems(connection, count: count)
+        try connection.execute("COMMIT")
     }
 
     /// Every item, read into structs in one transaction, and the checksum of their ten values.
-    private func readAllItems(_ connection: RawConnection) throws -> (Int, Int64) {
+    func readAllItems(_ connection: RawConnection) throws -> (Int, Int64) {
         let select = try connection.prepare(Self.selectItems)
         var items: [Item] = []
         while try select.step() { items.append(Item(select)) }
         return (items.count, items.reduce(0) { $0 &+ $1.checksum })
     }
 
-    func fetch(rows: Int, access: BenchAccess) throws -> BenchSample {
-        let connection = try database("items", rows: rows)
-        let (seconds, (count, checksum)) = try BenchClock.measure { try readAllItems(connection) }
-        return BenchSample(seconds: seconds, rows: count, checksum: checksum)
-    }
-
     /// Reads the rows `picks` (row numbers) by primary key, in one transaction.
-    private func pointLookups(_ connection: RawConnection, picks: [Int]) throws -> [Item] {
+    func pointLookups(_ connection: RawConnection, picks: [Int]) throws -> [Item] {
         let select = try connection.prepare(Self.selectItems + " WHERE id = ?")
         var items: [Item] = []
         items.reserveCapacity(picks.count)
@@ -168,22 +127,6 @@ final class RawSide: BenchSide {
         }
         try connection.execute("COMMIT")
         return items
-    }
-
-    func fault(rows: Int, picks: [Int]) throws -> BenchSample {
-        let connection = try database("items", rows: rows)
-        let (seconds, checksum) = try BenchClock.measure {
-            try pointLookups(connection, picks: picks).reduce(Int64(0)) { $0 &+ $1.i0 }
-        }
-        return BenchSample(seconds: seconds, rows: picks.count, checksum: checksum)
-    }
-
-    func cacheHit(rows: Int, picks: [Int]) throws -> BenchSample {
-        let connection = try database("items", rows: rows)
-        let (seconds, checksum) = try BenchClock.measure {
-            try pointLookups(connection, picks: picks).reduce(Int64(0)) { $0 &+ $1.checksum }
-        }
-        return BenchSample(seconds: seconds, rows: picks.count, checksum: checksum)
     }
 
     func batched(rows: Int, batchSize: Int) throws -> BenchSample {
@@ -221,14 +164,7 @@ final class RawSide: BenchSide {
         let connection = try database("entries", rows: rows)
         let (seconds, (count, checksum)) = try BenchClock.measure {
             let select = try connection.prepare(Self.selectEntries)
-            var count = 0
-            var checksum: Int64 = 0
-            for prefix in prefixes {
-                let (n, sum) = try Self.queryEntries(select, prefix: prefix, limit: limit)
-                count += n
-                checksum &+= sum
-            }
-            return (count, checksum)
+            return try BenchData.sum(over: prefixes) { prefix in try Self.queryEntries(select, prefix: prefix, limit: limit) }
         }
         return BenchSample(seconds: seconds, rows: count, checksum: checksum)
     }

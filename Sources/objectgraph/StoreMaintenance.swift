@@ -17,12 +17,9 @@ struct Verify: ToolCommand {
     func execute() throws {
         let url = URL(fileURLWithPath: store)
         let loaded = try model.map { try ManagedObjectModel(contentsOf: URL(fileURLWithPath: $0)) } ?? ManagedObjectModel(contentsOfStoreAt: url)
-        let bar = TerminalProgress(enabled: !json)
-        let result = try StoreTools.verify(at: url, model: loaded) { done, total in bar.show(done, of: total, "checking") }
-        bar.finish()
-        if json {
-            print(String(decoding: try StoreTools.json(result), as: UTF8.self))
-        } else {
+        let result = try report(json: json, progress: "checking") { progress in
+            try StoreTools.verify(at: url, model: loaded, progress: progress)
+        } text: { result in
             print("Integrity: \(result.integrity)")
             print("Checks: \(result.checks.count)")
             if result.problems.isEmpty {
@@ -47,12 +44,9 @@ struct Vacuum: ToolCommand {
 
     func execute() throws {
         let url = URL(fileURLWithPath: store)
-        let bar = TerminalProgress(enabled: !json)
-        let result = try StoreTools.vacuum(at: url) { done, total in bar.show(done, of: total, "vacuuming") }
-        bar.finish()
-        if json {
-            print(String(decoding: try StoreTools.json(result), as: UTF8.self))
-        } else {
+        try report(json: json, progress: "vacuuming") { progress in
+            try StoreTools.vacuum(at: url, progress: progress)
+        } text: { result in
             print("Vacuumed \(url.path): \(result.bytesBefore) bytes → \(result.bytesAfter) bytes (database and write-ahead log)")
         }
     }
@@ -69,16 +63,33 @@ struct Checkpoint: ToolCommand {
 
     func execute() throws {
         let url = URL(fileURLWithPath: store)
+        let result = try report(json: json, progress: "checkpointing") { progress in
+            progress(0, 1)
+            let result = try StoreTools.checkpoint(at: url)
+            progress(1, 1)
+            return result
+        } text: { result in
+            print("Checkpointed \(url.path): \(result.framesCheckpointed) of \(result.framesInLog) log frames moved; log \(result.walBytesBefore) → \(result.walBytesAfter) bytes\(result.busy ? " (busy: another connection kept part of the log)" : "")")
+        }
+        if result.busy { throw ExitCode(1) }
+    }
+}
+
+extension ToolCommand {
+    /// Runs `work` under a progress bar labelled `label` (none with `--json`), then prints its
+    /// result: as JSON when `json`, else as `text` writes it.
+    @discardableResult
+    func report<Result: Encodable>(
+        json: Bool, progress label: String, _ work: (_ progress: (Int, Int) -> Void) throws -> Result, text: (Result) -> Void
+    ) throws -> Result {
         let bar = TerminalProgress(enabled: !json)
-        bar.show(0, of: 1, "checkpointing")
-        let result = try StoreTools.checkpoint(at: url)
-        bar.show(1, of: 1, "checkpointing")
+        let result = try work { done, total in bar.show(done, of: total, label) }
         bar.finish()
         if json {
             print(String(decoding: try StoreTools.json(result), as: UTF8.self))
         } else {
-            print("Checkpointed \(url.path): \(result.framesCheckpointed) of \(result.framesInLog) log frames moved; log \(result.walBytesBefore) → \(result.walBytesAfter) bytes\(result.busy ? " (busy: another connection kept part of the log)" : "")")
+            text(result)
         }
-        if result.busy { throw ExitCode(1) }
+        return result
     }
 }

@@ -66,36 +66,35 @@ struct PredicateParser {
     /// An `OR` of `AND`s; `after`, when given, is the first operand of the first `AND`, already
     /// read (a parenthesized predicate, see ``parseParenthesized()``).
     private mutating func parseOr(after operand: (PredicateNode, depth: Int)? = nil) throws -> (PredicateNode, depth: Int) {
-        let (first, firstDepth) = try parseAnd(after: operand)
-        var nodes = [first], depth = firstDepth
-        var firstOperator: PredicateToken?
-        while try peek().isWord("OR") || peek().isSymbol("||") {
-            firstOperator = try firstOperator ?? peek()
-            advance()
-            let (node, nodeDepth) = try parseAnd()
-            nodes.append(node)
-            depth = max(depth, nodeDepth)
-        }
-        guard let firstOperator else { return (first, depth) }
-        try checkDepth(depth + 1, at: firstOperator)
-        return (.or(nodes), depth + 1)
+        let first = try parseAnd(after: operand)
+        return try parseJoined(first, word: "OR", symbol: "||", join: PredicateNode.or) { try $0.parseAnd() }
     }
 
     /// An `AND` of `NOT`s; `after`, when given, is its first operand, already read.
     private mutating func parseAnd(after operand: (PredicateNode, depth: Int)? = nil) throws -> (PredicateNode, depth: Int) {
-        let (first, firstDepth) = try operand ?? parseNot()
-        var nodes = [first], depth = firstDepth
+        let first = try operand ?? parseNot()
+        return try parseJoined(first, word: "AND", symbol: "&&", join: PredicateNode.and) { try $0.parseNot() }
+    }
+
+    /// `first`, then the operands `next` reads for as long as the operator `word` (or `symbol`)
+    /// comes between them: `first` alone when none does, else `join` of them all, one level deeper
+    /// than the deepest operand.
+    private mutating func parseJoined(
+        _ first: (PredicateNode, depth: Int), word: String, symbol: String, join: ([PredicateNode]) -> PredicateNode,
+        next: (inout PredicateParser) throws -> (PredicateNode, depth: Int)
+    ) throws -> (PredicateNode, depth: Int) {
+        var nodes = [first.0], depth = first.depth
         var firstOperator: PredicateToken?
-        while try peek().isWord("AND") || peek().isSymbol("&&") {
+        while try peek().isWord(word) || peek().isSymbol(symbol) {
             firstOperator = try firstOperator ?? peek()
             advance()
-            let (node, nodeDepth) = try parseNot()
+            let (node, nodeDepth) = try next(&self)
             nodes.append(node)
             depth = max(depth, nodeDepth)
         }
-        guard let firstOperator else { return (first, depth) }
+        guard let firstOperator else { return (first.0, depth) }
         try checkDepth(depth + 1, at: firstOperator)
-        return (.and(nodes), depth + 1)
+        return (join(nodes), depth + 1)
     }
 
     private mutating func parseNot() throws -> (PredicateNode, depth: Int) {
@@ -257,8 +256,7 @@ struct PredicateParser {
     private mutating func parseOptions() throws -> PredicateComparison.Options {
         guard try peek().isSymbol("[") else { return [] }
         advance()
-        let letters = try peek()
-        guard letters.kind == .word else { throw expected("comparison options such as 'c', 'd' or 'cd'", found: letters) }
+        let letters = try consume(.word, expecting: "comparison options such as 'c', 'd' or 'cd'")
         var options: PredicateComparison.Options = []
         for (i, letter) in letters.text.lowercased().enumerated() {
             switch letter {
@@ -268,10 +266,7 @@ struct PredicateParser {
             default: throw error("unknown comparison option '\(letter)' (expected c, d or cd)", at: letters.position + i)
             }
         }
-        advance()
-        let close = try peek()
-        guard close.isSymbol("]") else { throw expected("']'", found: close) }
-        advance()
+        try consume("]", expecting: "']'")
         return options
     }
 
@@ -453,6 +448,14 @@ struct PredicateParser {
         advance()
     }
 
+    /// Reads a token of `kind`; `what` names it in the error when another comes.
+    private mutating func consume(_ kind: PredicateToken.Kind, expecting what: String) throws -> PredicateToken {
+        let token = try peek()
+        guard token.kind == kind else { throw expected(what, found: token) }
+        advance()
+        return token
+    }
+
     /// `modulus:by:(a, b)`, the one function of the format language ObjectGraph evaluates.
     private mutating func parseFunction(_ function: PredicateToken) throws -> (PredicateExpression, depth: Int) {
         guard function.text == "modulus:by:" else {
@@ -482,9 +485,7 @@ struct PredicateParser {
             throw error("the collection of a SUBQUERY must be a to-many key path", at: collectionToken.position)
         }
         try consume(",", expecting: "','")
-        let variable = try peek()
-        guard variable.kind == .variable else { throw expected("a variable such as '$x'", found: variable) }
-        advance()
+        let variable = try consume(.variable, expecting: "a variable such as '$x'")
         try consume(",", expecting: "','")
         variables.append(variable.text)
         let (predicate, predicateDepth) = try parseOr()
@@ -513,9 +514,7 @@ struct PredicateParser {
             throw error("CAST takes a constant", at: valueToken.position)
         }
         try consume(",", expecting: "','")
-        let typeToken = try peek()
-        guard typeToken.kind == .string else { throw expected("a type name in quotes", found: typeToken) }
-        advance()
+        let typeToken = try consume(.string, expecting: "a type name in quotes")
         try consume(")", expecting: "')' to close CAST")
         let converted: Value?
         switch (typeToken.text, value) {

@@ -117,11 +117,7 @@ extension PersistentHistoryTransaction {
     /// filter.predicate = FetchPredicate(format: "author != %@", "importer")
     /// request.fetchRequest = filter
     /// ```
-    public static var fetchRequest: FetchRequest<ManagedObject> {
-        let request = FetchRequest<ManagedObject>(entityName: entityDescription.name)
-        request.entity = entityDescription
-        return request
-    }
+    public static var fetchRequest: FetchRequest<ManagedObject> { HistoryEntities.fetchRequest(over: entityDescription) }
 }
 
 extension PersistentHistoryChange {
@@ -130,11 +126,7 @@ extension PersistentHistoryChange {
     public static var entityDescription: EntityDescription { HistoryEntities.shared.change }
 
     /// A fetch request over ``entityDescription``.
-    public static var fetchRequest: FetchRequest<ManagedObject> {
-        let request = FetchRequest<ManagedObject>(entityName: entityDescription.name)
-        request.entity = entityDescription
-        return request
-    }
+    public static var fetchRequest: FetchRequest<ManagedObject> { HistoryEntities.fetchRequest(over: entityDescription) }
 }
 
 /// The entities history fetch requests filter with: a model of their own, never a store's.
@@ -158,6 +150,13 @@ struct HistoryEntities: Sendable {
         ])
         transaction = model.entitiesByName["PersistentHistoryTransaction"]!
         change = model.entitiesByName["PersistentHistoryChange"]!
+    }
+
+    /// A new fetch request over `entity`, by name and by description.
+    static func fetchRequest(over entity: EntityDescription) -> FetchRequest<ManagedObject> {
+        let request = FetchRequest<ManagedObject>(entityName: entity.name)
+        request.entity = entity
+        return request
     }
 }
 

@@ -129,18 +129,15 @@ extension Value {
             if let v = exactInteger(any), v == 0 || v == 1 { return .bool(v == 1) }
             return nil
         case .date:
-            if let v = any as? Date { return .date(v) }
-            return nil
+            return (any as? Date).map(Value.date)
         case .binaryData:
             if let v = any as? Data { return .data(v) }
             if let v = any as? [UInt8] { return .data(Data(v)) }
             return nil
         case .uuid:
-            if let v = any as? UUID { return .uuid(v) }
-            return nil
+            return (any as? UUID).map(Value.uuid)
         case .uri:
-            if let v = any as? URL { return .url(v) }
-            return nil
+            return (any as? URL).map(Value.url)
         case .transformable:
             return nil  // transformable values are held decoded by the object and encoded at save
         }

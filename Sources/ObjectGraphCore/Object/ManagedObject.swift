@@ -432,20 +432,22 @@ open class ManagedObject: Hashable, CustomStringConvertible {
 
     /// Adds one destination to a to-many relationship (without its inverse).
     func addDestination(_ id: ManagedObjectID, to relationship: RelationshipDescription) {
-        fireFaultIfNeeded()
-        guard relationshipValue(relationship).add(id) else { return }
-        if let context = managedObjectContext, context.undoManager != nil {
-            context.registerUndo(of: self) { _, object in object.removeDestination(id, from: relationship) }
-        }
-        markChanged(relationship.index)
+        changeDestination(id, of: relationship, adding: true)
     }
 
     /// Removes one destination from a to-many relationship (without its inverse).
     func removeDestination(_ id: ManagedObjectID, from relationship: RelationshipDescription) {
+        changeDestination(id, of: relationship, adding: false)
+    }
+
+    /// Adds (`adding`) or removes one destination of a to-many relationship, without its inverse;
+    /// a change that happens registers the opposite one for undo.
+    private func changeDestination(_ id: ManagedObjectID, of relationship: RelationshipDescription, adding: Bool) {
         fireFaultIfNeeded()
-        guard relationshipValue(relationship).remove(id) else { return }
+        let destinations = relationshipValue(relationship)
+        guard adding ? destinations.add(id) : destinations.remove(id) else { return }
         if let context = managedObjectContext, context.undoManager != nil {
-            context.registerUndo(of: self) { _, object in object.addDestination(id, to: relationship) }
+            context.registerUndo(of: self) { _, object in object.changeDestination(id, of: relationship, adding: !adding) }
         }
         markChanged(relationship.index)
     }

@@ -16,28 +16,33 @@ extension IndexPath {
     ///
     /// It is a programmer error to read it from an index path of fewer than two indexes.
     public var section: Int {
-        get {
-            precondition(count == 2, "IndexPath.section needs an index path of two indexes (section, item); this one has \(count)")
-            return self[0]
-        }
-        set {
-            precondition(count == 2, "IndexPath.section needs an index path of two indexes (section, item); this one has \(count)")
-            self[0] = newValue
-        }
+        get { self[pair: 0, "section"] }
+        set { self[pair: 0, "section"] = newValue }
     }
 
     /// The item within the section: the second index.
     ///
     /// It is a programmer error to read it from an index path of fewer than two indexes.
     public var item: Int {
+        get { self[pair: 1, "item"] }
+        set { self[pair: 1, "item"] = newValue }
+    }
+
+    /// The index at `position` of a (section, item) pair; `name` is the property that asks.
+    private subscript(pair position: Int, name: String) -> Int {
         get {
-            precondition(count == 2, "IndexPath.item needs an index path of two indexes (section, item); this one has \(count)")
-            return self[1]
+            requirePair(name)
+            return self[position]
         }
         set {
-            precondition(count == 2, "IndexPath.item needs an index path of two indexes (section, item); this one has \(count)")
-            self[1] = newValue
+            requirePair(name)
+            self[position] = newValue
         }
+    }
+
+    /// Stops with a message naming `name` unless the index path is a (section, item) pair.
+    private func requirePair(_ name: String) {
+        precondition(count == 2, "IndexPath.\(name) needs an index path of two indexes (section, item); this one has \(count)")
     }
 }
 #endif

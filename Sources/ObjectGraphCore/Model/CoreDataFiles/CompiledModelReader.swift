@@ -3,23 +3,17 @@ import Foundation
 /// Reads a compiled model (`.mom`, and the model Core Data caches in a store's `Z_MODELCACHE`): an
 /// `NSKeyedArchiver` archive of `NSManagedObjectModel`, walked without Core Data's classes.
 enum CompiledModelReader {
-    /// Why an archive is not a model ObjectGraph can read; the caller adds the file's path.
-    struct Invalid: Error, CustomStringConvertible {
-        let reason: String
-        var description: String { reason }
-    }
-
     static func read(_ data: Data) throws -> CoreDataModelContents {
         let archive: KeyedArchive
         do { archive = try KeyedArchive(data: data) } catch let error as BinaryPropertyList.Malformed {
-            throw Invalid(reason: "not a compiled model: \(error)")
+            throw InvalidModelFile(reason: "not a compiled model: \(error)")
         } catch let error as KeyedArchive.Malformed {
-            throw Invalid(reason: "not a compiled model: \(error)")
+            throw InvalidModelFile(reason: "not a compiled model: \(error)")
         }
         do {
             return try Reader(archive: archive).readModel()
         } catch let error as KeyedArchive.Malformed {
-            throw Invalid(reason: "damaged archive: \(error)")
+            throw InvalidModelFile(reason: "damaged archive: \(error)")
         }
     }
 
@@ -29,7 +23,7 @@ enum CompiledModelReader {
         func readModel() throws -> CoreDataModelContents {
             let model = try archive.object(at: archive.root)
             guard model.className == "NSManagedObjectModel" else {
-                throw Invalid(reason: "the archive holds an \(model.className), not an NSManagedObjectModel")
+                throw InvalidModelFile(reason: "the archive holds an \(model.className), not an NSManagedObjectModel")
             }
             var contents = CoreDataModelContents()
             for identifier in try archive.elements(model.fields["NSVersionIdentifiers"]) {
@@ -39,7 +33,7 @@ enum CompiledModelReader {
             for (_, reference) in try archive.entries(model.fields["NSEntities"]) {
                 guard let object = try archive.object(reference) else { continue }
                 let entity = try readEntity(object, into: &contents)
-                guard names.insert(entity.name).inserted else { throw Invalid(reason: "entity '\(entity.name)' appears twice") }
+                guard names.insert(entity.name).inserted else { throw InvalidModelFile(reason: "entity '\(entity.name)' appears twice") }
                 contents.entities.append(entity)
             }
             Self.removeInheritedCopies(from: &contents)
@@ -93,7 +87,7 @@ enum CompiledModelReader {
 
         func readEntity(_ object: KeyedArchive.Object, into contents: inout CoreDataModelContents) throws -> EntityDescription {
             guard object.className == "NSEntityDescription", let name = try archive.string(object.fields["NSEntityName"]) else {
-                throw Invalid(reason: "object \(object.index) (\(object.className)) is not a named entity")
+                throw InvalidModelFile(reason: "object \(object.index) (\(object.className)) is not a named entity")
             }
             var properties: [PropertyDescription] = []
             for (_, reference) in try archive.entries(object.fields["NSProperties"]).sorted(by: { $0.key < $1.key }) {
@@ -165,7 +159,7 @@ enum CompiledModelReader {
 
         func readProperty(_ object: KeyedArchive.Object, entity: String, into contents: inout CoreDataModelContents) throws -> PropertyDescription? {
             guard let name = try archive.string(object.fields["NSPropertyName"]) else {
-                throw Invalid(reason: "a property of entity '\(entity)' has no name")
+                throw InvalidModelFile(reason: "a property of entity '\(entity)' has no name")
             }
             let flags = try flags(object)
             let property: PropertyDescription
@@ -214,7 +208,7 @@ enum CompiledModelReader {
             case "NSRelationshipDescription":
                 let destination = try archive.object(object.fields["NSDestinationEntity"]).flatMap { try archive.string($0.fields["NSEntityName"]) }
                     ?? archive.string(object.fields["_NSDestinationEntityName"])
-                guard let destination else { throw Invalid(reason: "relationship '\(entity).\(name)' has no destination entity") }
+                guard let destination else { throw InvalidModelFile(reason: "relationship '\(entity).\(name)' has no destination entity") }
                 let inverse = try archive.object(object.fields["NSInverseRelationship"]).flatMap { try archive.string($0.fields["NSPropertyName"]) }
                     ?? archive.string(object.fields["_NSInverseRelationshipName"])
                 let maxCount = Int(clamping: try int(object, "NSMaxCount"))
@@ -224,7 +218,7 @@ enum CompiledModelReader {
                 case 1: deleteRule = .nullify
                 case 2: deleteRule = .cascade
                 case 3: deleteRule = .deny
-                case let other: throw Invalid(reason: "relationship '\(entity).\(name)' has unknown delete rule \(other)")
+                case let other: throw InvalidModelFile(reason: "relationship '\(entity).\(name)' has unknown delete rule \(other)")
                 }
                 property = RelationshipDescription(
                     name: name, destinationEntityName: destination, isToMany: maxCount != 1, isOrdered: flags.ordered,
@@ -235,7 +229,7 @@ enum CompiledModelReader {
                 contents.report(.fetchedProperty, entity, name, "fetch request on \(request)")
                 return nil
             default:
-                throw Invalid(reason: "property '\(entity).\(name)' is an \(object.className), which ObjectGraph does not know")
+                throw InvalidModelFile(reason: "property '\(entity).\(name)' is an \(object.className), which ObjectGraph does not know")
             }
             property.isReadOnly = flags.readOnly
             property.userInfo = try userInfo(object)

@@ -185,7 +185,7 @@ enum CompiledModelWriter {
                 if relationship.isOrdered { fields["NSIsOrdered"] = .boolean(true); packed |= 0x400 }
                 writeRelationship(relationship, into: &fields)
             default:
-                throw CompiledModelReader.Invalid(reason: "property '\(entity.name).\(property.name)' is neither an attribute nor a relationship")
+                throw InvalidModelFile(reason: "property '\(entity.name).\(property.name)' is neither an attribute nor a relationship")
             }
             fields["_P"] = .integer(packed)
             archive.set(object, className: className, fields: fields)

@@ -63,7 +63,7 @@ enum CoreDataModelFile {
             return try readCompiled(try contents(of: url), at: url)
         case (_, true) where FileManager.default.fileExists(atPath: url.appendingPathComponent("contents").path):
             let file = url.appendingPathComponent("contents")
-            do { return try XcodeModelReader.read(try contents(of: file)) } catch let error as XcodeModelReader.Invalid {
+            do { return try XcodeModelReader.read(try contents(of: file)) } catch let error as InvalidModelFile {
                 throw invalid(file, error.reason)
             }
         case ("xcdatamodel", true):
@@ -74,7 +74,7 @@ enum CoreDataModelFile {
     }
 
     static func readCompiled(_ data: Data, at url: URL) throws -> CoreDataModelContents {
-        do { return try CompiledModelReader.read(data) } catch let error as CompiledModelReader.Invalid {
+        do { return try CompiledModelReader.read(data) } catch let error as InvalidModelFile {
             throw invalid(url, error.reason)
         }
     }
@@ -138,4 +138,11 @@ enum CoreDataModelFile {
         }
         return versions[0]
     }
+}
+
+/// Why a model file (an Xcode model's `contents`, a compiled model) is not a model ObjectGraph can
+/// read, as its reader says it; the caller adds the file's path.
+struct InvalidModelFile: Error, CustomStringConvertible {
+    let reason: String
+    var description: String { reason }
 }

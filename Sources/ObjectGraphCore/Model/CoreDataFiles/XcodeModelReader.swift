@@ -2,19 +2,13 @@ import Foundation
 
 /// Reads the `contents` XML of an Xcode `.xcdatamodel` (every format Xcode has written since 4.0).
 enum XcodeModelReader {
-    /// Why a model file is not a model ObjectGraph can read; the caller adds the file's path.
-    struct Invalid: Error, CustomStringConvertible {
-        let reason: String
-        var description: String { reason }
-    }
-
     static func read(_ data: Data) throws -> CoreDataModelContents {
         let document: ModelXMLDocument
         do { document = try ModelXMLDocument(data: data) } catch let error as ModelXMLDocument.Malformed {
-            throw Invalid(reason: "malformed XML, \(error)")
+            throw InvalidModelFile(reason: "malformed XML, \(error)")
         }
         let root = document.root
-        guard root.name == "model" else { throw Invalid(reason: "the root element is <\(root.name)>, not <model>") }
+        guard root.name == "model" else { throw InvalidModelFile(reason: "the root element is <\(root.name)>, not <model>") }
         var contents = CoreDataModelContents()
         if let identifier = root["userDefinedModelVersionIdentifier"], !identifier.isEmpty {
             contents.versionIdentifiers = [identifier]
@@ -24,10 +18,10 @@ enum XcodeModelReader {
             switch element.name {
             case "entity":
                 let entity = try readEntity(element, into: &contents)
-                guard names.insert(entity.name).inserted else { throw Invalid(reason: "line \(element.line): entity '\(entity.name)' is declared twice") }
+                guard names.insert(entity.name).inserted else { throw InvalidModelFile(reason: "line \(element.line): entity '\(entity.name)' is declared twice") }
                 contents.entities.append(entity)
             case "configuration":
-                guard let name = element["name"] else { throw Invalid(reason: "line \(element.line): a configuration has no name") }
+                guard let name = element["name"] else { throw InvalidModelFile(reason: "line \(element.line): a configuration has no name") }
                 contents.configurations[name] = element.elements(named: "memberEntity").compactMap { $0["name"] }
             case "fetchRequest":
                 contents.report(.fetchRequestTemplate, nil, nil, "\(element["name"] ?? "?") on \(element["entity"] ?? "?")")
@@ -39,7 +33,7 @@ enum XcodeModelReader {
     }
 
     private static func readEntity(_ element: ModelXMLElement, into contents: inout CoreDataModelContents) throws -> EntityDescription {
-        guard let name = element["name"], !name.isEmpty else { throw Invalid(reason: "line \(element.line): an entity has no name") }
+        guard let name = element["name"], !name.isEmpty else { throw InvalidModelFile(reason: "line \(element.line): an entity has no name") }
         var properties: [PropertyDescription] = []
         var constraints: [[String]] = []
         var indexes: [[String]] = []
@@ -54,7 +48,7 @@ enum XcodeModelReader {
                 contents.report(.fetchedProperty, name, child["name"], "fetch request on \(request?["entity"] ?? "?")"
                     + (request?["predicateString"].map { " where \($0)" } ?? ""))
             case "compositeAttribute":
-                guard let propertyName = child["name"] else { throw Invalid(reason: "line \(child.line): a composite attribute of '\(name)' has no name") }
+                guard let propertyName = child["name"] else { throw InvalidModelFile(reason: "line \(child.line): a composite attribute of '\(name)' has no name") }
                 let attribute = AttributeDescription(name: propertyName, attributeType: .transformable, isOptional: child.isYes("optional"), isTransient: child.isYes("transient"))
                 attribute.coreDataAttributeTypeCode = 2100
                 applyCommon(child, to: attribute)
@@ -110,10 +104,10 @@ enum XcodeModelReader {
     private static func readAttribute(
         _ element: ModelXMLElement, entity: String, into contents: inout CoreDataModelContents
     ) throws -> AttributeDescription? {
-        guard let name = element["name"], !name.isEmpty else { throw Invalid(reason: "line \(element.line): an attribute of '\(entity)' has no name") }
+        guard let name = element["name"], !name.isEmpty else { throw InvalidModelFile(reason: "line \(element.line): an attribute of '\(entity)' has no name") }
         let typeName = element["attributeType"] ?? "Undefined"
         guard let code = CoreDataAttributeTypeName.code(forXcodeName: typeName) else {
-            throw Invalid(reason: "line \(element.line): attribute '\(entity).\(name)' has unknown type '\(typeName)'")
+            throw InvalidModelFile(reason: "line \(element.line): attribute '\(entity).\(name)' has unknown type '\(typeName)'")
         }
         if code == 2000 {
             contents.report(.objectIDAttribute, entity, name)
@@ -151,9 +145,9 @@ enum XcodeModelReader {
     }
 
     private static func readRelationship(_ element: ModelXMLElement, entity: String) throws -> RelationshipDescription {
-        guard let name = element["name"], !name.isEmpty else { throw Invalid(reason: "line \(element.line): a relationship of '\(entity)' has no name") }
+        guard let name = element["name"], !name.isEmpty else { throw InvalidModelFile(reason: "line \(element.line): a relationship of '\(entity)' has no name") }
         guard let destination = element["destinationEntity"] else {
-            throw Invalid(reason: "line \(element.line): relationship '\(entity).\(name)' has no destination entity")
+            throw InvalidModelFile(reason: "line \(element.line): relationship '\(entity).\(name)' has no destination entity")
         }
         let deleteRule: DeleteRule
         switch element["deletionRule"] ?? "Nullify" {
@@ -161,12 +155,12 @@ enum XcodeModelReader {
         case "Cascade": deleteRule = .cascade
         case "Deny": deleteRule = .deny
         case "No Action": deleteRule = .noAction
-        case let other: throw Invalid(reason: "line \(element.line): relationship '\(entity).\(name)' has unknown delete rule '\(other)'")
+        case let other: throw InvalidModelFile(reason: "line \(element.line): relationship '\(entity).\(name)' has unknown delete rule '\(other)'")
         }
         func count(_ attribute: String) throws -> Int {
             guard let text = element[attribute] else { return 0 }
             guard let value = Int(text), value >= 0 else {
-                throw Invalid(reason: "line \(element.line): relationship '\(entity).\(name)' has \(attribute) '\(text)'")
+                throw InvalidModelFile(reason: "line \(element.line): relationship '\(entity).\(name)' has \(attribute) '\(text)'")
             }
             return value
         }
