@@ -40,6 +40,17 @@ protocol PinnedStoreVersion: AnyObject, Sendable {
     var backendID: ObjectIdentifier { get }
 }
 
+/// A store's version as its backend keeps it for a query generation: the in-memory store's copy
+/// of its rows, the SQLite store's reader in a read transaction of its own.
+final class PinnedContent<Content: Sendable>: PinnedStoreVersion {
+    let content: Content
+    let backendID: ObjectIdentifier
+    init(_ content: Content, backend: AnyObject) {
+        self.content = content
+        self.backendID = ObjectIdentifier(backend)
+    }
+}
+
 /// A pinned generation: a version of each of a coordinator's stores, read instead of the stores'
 /// latest while it is ``reading``. Contexts pinned to it hold it; when the last lets it go, the
 /// versions are released (the SQLite reader ends its transaction, so the WAL can be checkpointed).

@@ -12,7 +12,7 @@ extension PredicateArithmetic {
         /// Nil for what is not a number, NaN included: SQLite binds NaN as NULL, so arithmetic
         /// with it gives nil.
         init?(_ value: Value) {
-            if value.isNaNNumber { return nil }
+            if value.isNaN { return nil }
             switch value {
             case .int(let v): self = .integer(v)
             case .bool(let v): self = .integer(v ? 1 : 0)
@@ -89,7 +89,7 @@ extension PredicateArithmetic {
 
     /// Throws unless `value` is nil or a number.
     static func checkOperand(_ value: Value) throws {
-        if value.isNull || value.isNaNNumber || Number(value) != nil { return }
+        if value.isNull || value.isNaN || Number(value) != nil { return }
         throw notANumber("the value \(value.predicateLiteral)")
     }
 

@@ -245,7 +245,7 @@ enum PredicateEvaluator {
     }
 
     static func isEqual(_ x: Value, _ y: Value, options: PredicateComparison.Options) -> Bool {
-        if x.isNaNNumber || y.isNaNNumber { return false }
+        if x.isNaN || y.isNaN { return false }
         if let order = exactMixedOrder(x, y) { return order == .orderedSame }
         return Value.predicateEquals(x, y, caseInsensitive: options.isCaseInsensitive, diacriticInsensitive: options.isDiacriticInsensitive)
     }
@@ -257,7 +257,7 @@ enum PredicateEvaluator {
 
     /// `<`, `<=`, `>`, `>=`: false when either side is nil, an object ID, or the two cannot be ordered.
     static func isOrdered(_ x: Value, _ op: PredicateComparison.Operator, _ y: Value, options: PredicateComparison.Options) -> Bool {
-        if x.isNull || y.isNull || x.isObjectID || y.isObjectID || x.isNaNNumber || y.isNaNNumber { return false }
+        if x.isNull || y.isNull || x.isObjectID || y.isObjectID || x.isNaN || y.isNaN { return false }
         guard let order = exactMixedOrder(x, y) ?? Value.compare(
             x, y, caseInsensitive: options.isCaseInsensitive, diacriticInsensitive: options.isDiacriticInsensitive)
         else { return false }

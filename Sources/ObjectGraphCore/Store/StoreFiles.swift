@@ -22,4 +22,10 @@ enum StoreFiles {
         var isDirectory: ObjCBool = false
         return FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) && isDirectory.boolValue
     }
+
+    /// Refuses a URL a store of `type` cannot open, saying what its URL must be.
+    static func require(_ acceptable: Bool, url: URL, for type: StoreType, _ requirement: String) throws {
+        guard !acceptable else { return }
+        throw ObjectGraphError(.unsupported, "Cannot add a \(type) store at \(url.absoluteString): \(requirement)", url: url)
+    }
 }

@@ -35,11 +35,7 @@ final class AtomicStore: StoreBackend {
 
     init(url: URL, model: ManagedObjectModel, format: AtomicFormat, readOnly: Bool) throws {
         let type: StoreType = format == .xml ? .xml : .binary
-        guard url.isFileURL else {
-            throw ObjectGraphError(
-                .unsupported, "Cannot add a \(type) store at \(url.absoluteString): it is not a file URL, and a \(type) store is a local file",
-                url: url)
-        }
+        try StoreFiles.require(url.isFileURL, url: url, for: type, "it is not a file URL, and a \(type) store is a local file")
         self.url = url
         self.format = format
         self.model = model

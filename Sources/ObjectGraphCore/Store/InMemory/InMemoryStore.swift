@@ -35,22 +35,15 @@ final class InMemoryStore: StoreBackend {
 
     /// The rows reads see: a query generation's pinned copy while one is reading, else the current rows.
     private var readableState: InMemoryState {
-        QueryGeneration.pinnedVersion(of: self, as: PinnedRows.self)?.state ?? currentState
+        QueryGeneration.pinnedVersion(of: self, as: PinnedRows.self)?.content ?? currentState
     }
 
     /// A query generation's version of the store: a copy of its rows (copy-on-write, so it costs
     /// nothing until the next save changes them).
-    final class PinnedRows: PinnedStoreVersion {
-        let state: InMemoryState
-        let backendID: ObjectIdentifier
-        init(state: InMemoryState, backend: InMemoryStore) {
-            self.state = state
-            self.backendID = ObjectIdentifier(backend)
-        }
-    }
+    typealias PinnedRows = PinnedContent<InMemoryState>
 
     func pinVersion(store: PersistentStore) throws -> any PinnedStoreVersion {
-        PinnedRows(state: currentState, backend: self)
+        PinnedRows(currentState, backend: self)
     }
 
     // MARK: - Reading
@@ -82,7 +75,7 @@ final class InMemoryStore: StoreBackend {
             }
             return result
         }
-        if let pinned = QueryGeneration.pinnedVersion(of: self, as: PinnedRows.self) { return read(pinned.state) }
+        if let pinned = QueryGeneration.pinnedVersion(of: self, as: PinnedRows.self) { return read(pinned.content) }
         return state.withLock { read($0) }
     }
 

@@ -47,6 +47,18 @@ struct PostgresPredicateSQL {
         return sql
     }
 
+    /// The conditions of `nodes`, each in parentheses, joined by `op` (`empty` when there are
+    /// none); nil when PostgreSQL cannot answer one of them.
+    private mutating func joined(_ nodes: [PredicateNode], by op: String, empty: String) -> String? {
+        if nodes.isEmpty { return empty }
+        var parts: [String] = []
+        for node in nodes {
+            guard let part = condition(node) else { return nil }
+            parts.append("(\(part))")
+        }
+        return parts.joined(separator: " \(op) ")
+    }
+
     private mutating func condition(_ node: PredicateNode) -> String? {
         switch node {
         case .constant(let value):
@@ -57,21 +69,9 @@ struct PostgresPredicateSQL {
             defer { isNegated = outer }
             return condition(inner).map { "NOT (\($0))" }
         case .and(let nodes):
-            if nodes.isEmpty { return "TRUE" }
-            var parts: [String] = []
-            for node in nodes {
-                guard let part = condition(node) else { return nil }
-                parts.append("(\(part))")
-            }
-            return parts.joined(separator: " AND ")
+            return joined(nodes, by: "AND", empty: "TRUE")
         case .or(let nodes):
-            if nodes.isEmpty { return "FALSE" }
-            var parts: [String] = []
-            for node in nodes {
-                guard let part = condition(node) else { return nil }
-                parts.append("(\(part))")
-            }
-            return parts.joined(separator: " OR ")
+            return joined(nodes, by: "OR", empty: "FALSE")
         case .comparison(let comparison):
             return self.comparison(comparison)
         }

@@ -163,26 +163,7 @@ extension PostgresStore {
         for id in sources { result[id] = [] }
         for start in stride(from: 0, to: keys.count, by: Self.chunkSize) {
             let chunk = Array(keys[start..<min(start + Self.chunkSize, keys.count)])
-            let marks = Self.placeholders(chunk.count)
-            let sql: String
-            switch schema.storage(forToMany: relationship) {
-            case .foreignKey(let name, let column, let orderColumn):
-                let column = CoreDataLayout.quote(column)
-                let order = orderColumn.map { ", \(CoreDataLayout.quote($0))" } ?? ", \"Z_PK\""
-                sql = "SELECT \(column), \"Z_PK\", \"Z_ENT\" FROM \(table(name)) WHERE \(column) IN (\(marks)) ORDER BY \(column)\(order)"
-            case .joinTable(let name, let sourceColumn, let destinationColumn, _, let orderColumn):
-                let (source, target) = (CoreDataLayout.quote(sourceColumn), CoreDataLayout.quote(destinationColumn))
-                let order = orderColumn.map { ", j.\(CoreDataLayout.quote($0))" } ?? ", j.\(target)"
-                if destination.subentities.isEmpty {
-                    sql = "SELECT j.\(source), j.\(target), \(schema.entityNumber(for: destination)) FROM \(table(name)) AS j WHERE j.\(source) IN (\(marks)) ORDER BY j.\(source)\(order)"
-                } else {
-                    sql = """
-                        SELECT j.\(source), j.\(target), d."Z_ENT" FROM \(table(name)) AS j \
-                        JOIN \(table(for: destination)) AS d ON d."Z_PK" = j.\(target) \
-                        WHERE j.\(source) IN (\(marks)) ORDER BY j.\(source)\(order)
-                        """
-                }
-            }
+            guard let sql = schema.destinationsQuery(of: relationship, count: chunk.count, dialect: .postgres, table: table) else { break }
             count()
             for row in try session.query(sql, chunk.map { .int($0) }) {
                 guard row.count >= 3, let sourceKey = row[0].integer, let destinationKey = row[1].integer, let source = bySource[sourceKey] else { continue }

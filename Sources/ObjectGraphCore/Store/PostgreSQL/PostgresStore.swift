@@ -39,11 +39,8 @@ final class PostgresStore: StoreBackend {
         url: URL, model: ManagedObjectModel, readOnly: Bool, maximumConnections: Int, logger: Logger, driver: (any PostgresDriver)? = nil,
         migration: MigrationSettings? = nil
     ) throws {
-        guard url.scheme == "postgres" || url.scheme == "postgresql" else {
-            throw ObjectGraphError(
-                .unsupported, "Cannot add a \(StoreType.postgres) store at \(url.absoluteString): its URL must be postgres://user:password@host:port/database",
-                url: url)
-        }
+        try StoreFiles.require(
+            url.scheme == "postgres" || url.scheme == "postgresql", url: url, for: .postgres, "its URL must be postgres://user:password@host:port/database")
         self.url = url
         self.model = model
         self.readOnly = readOnly

@@ -42,7 +42,7 @@ extension SQLPredicateCompiler {
     /// The value to bind for a constant compared with values of `valueClass`, or nil when they
     /// can never be equal or ordered.
     func bindable(_ value: Value, for valueClass: SQLValueClass, _ options: Options) -> Value? {
-        if value.isNaNNumber { return nil }  // NaN equals nothing and orders nowhere
+        if value.isNaN { return nil }  // NaN equals nothing and orders nowhere
         switch (valueClass, value) {
         case (.numeric, .int), (.numeric, .double): return value
         case (.numeric, .bool(let b)): return .int(b ? 1 : 0)

@@ -88,16 +88,3 @@ extension String {
         count >= width ? self : String(repeating: "0", count: width - count) + self
     }
 }
-
-extension Value {
-    /// Whether the value is a number that is not a number: a NaN double, decimal or date interval.
-    /// Predicates treat NaN as IEEE does, equal to nothing (itself included) and ordered with nothing.
-    var isNaNNumber: Bool {
-        switch self {
-        case .double(let v): v.isNaN
-        case .decimal(let v): v.isNaN
-        case .date(let v): v.timeIntervalSinceReferenceDate.isNaN
-        default: false
-        }
-    }
-}

@@ -260,7 +260,7 @@ final class SQLPredicateCompiler {
         case .expression(let expression): return expression.fragment
         case .constant(let value):
             // NaN is NULL to SQLite (it binds it so), and arithmetic with it gives nil in memory too.
-            if value.isNull || value.isNaNNumber { return "NULL" }
+            if value.isNull || value.isNaN { return "NULL" }
             guard let bound = bindable(value, for: .numeric, []) else { throw PredicateArithmetic.notANumber("the value \(value.predicateLiteral)") }
             return "\(bind: bound)"
         case .list, .toMany:

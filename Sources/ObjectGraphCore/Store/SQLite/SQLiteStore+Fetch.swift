@@ -120,34 +120,13 @@ extension SQLiteStore {
         var bySource: [Int64: ManagedObjectID] = [:]
         for id in sources { if let pk = id.primaryKey { bySource[pk] = id } }
         let keys = Array(bySource.keys)
-        let storage = schema.storage(forToMany: relationship)
         let schema = self.schema
         return try read("reading \(relationship.entity?.name ?? "").\(relationship.name)") { db in
             var result: [ManagedObjectID: [ManagedObjectID]] = [:]
             for id in sources { result[id] = [] }
             for start in stride(from: 0, to: keys.count, by: Self.chunkSize) {
                 let chunk = Array(keys[start..<min(start + Self.chunkSize, keys.count)])
-                let marks = Array(repeating: "?", count: chunk.count).joined(separator: ",")
-                let sql: String
-                switch storage {
-                case .foreignKey(let table, let column, let orderColumn):
-                    let order = orderColumn.map { ", \(CoreDataLayout.quote($0))" } ?? ", Z_PK"
-                    sql = "SELECT \(CoreDataLayout.quote(column)), Z_PK, Z_ENT FROM \(CoreDataLayout.quote(table)) WHERE \(CoreDataLayout.quote(column)) IN (\(marks)) ORDER BY \(CoreDataLayout.quote(column))\(order)"
-                case .joinTable(let table, let sourceColumn, let destinationColumn, _, let orderColumn):
-                    // Core Data's join tables hold no entity numbers: read them from the destinations' table
-                    // when the destination has sub-entities.
-                    let (source, target) = (CoreDataLayout.quote(sourceColumn), CoreDataLayout.quote(destinationColumn))
-                    let order = orderColumn.map { ", j.\(CoreDataLayout.quote($0))" } ?? ", j.\(target)"
-                    if destination.subentities.isEmpty {
-                        sql = "SELECT j.\(source), j.\(target), \(schema.entityNumber(for: destination)) FROM \(CoreDataLayout.quote(table)) AS j WHERE j.\(source) IN (\(marks)) ORDER BY j.\(source)\(order)"
-                    } else {
-                        sql = """
-                            SELECT j.\(source), j.\(target), d.Z_ENT FROM \(CoreDataLayout.quote(table)) AS j \
-                            JOIN \(CoreDataLayout.quote(schema.tableName(for: destination))) AS d ON d.Z_PK = j.\(target) \
-                            WHERE j.\(source) IN (\(marks)) ORDER BY j.\(source)\(order)
-                            """
-                    }
-                }
+                guard let sql = schema.destinationsQuery(of: relationship, count: chunk.count, dialect: .sqlite, table: CoreDataLayout.quote) else { break }
                 count()
                 let cursor = try Row.fetchCursor(db, sql: sql, arguments: StatementArguments(chunk))
                 while let row = try cursor.next() {

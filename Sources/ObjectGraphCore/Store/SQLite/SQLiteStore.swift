@@ -39,11 +39,7 @@ final class SQLiteStore: StoreBackend {
 
     init(url: URL, model: ManagedObjectModel, readOnly: Bool, durability: StoreDurability,
          maximumReaderCount: Int, busyTimeout: Double, historyTracking: Bool = false, sqlLog: SQLDebugLog? = nil) throws {
-        guard url.isFileURL else {
-            throw ObjectGraphError(
-                .unsupported, "Cannot add a \(StoreType.sqlite) store at \(url.absoluteString): it is not a file URL, and an \(StoreType.sqlite) store is a local file",
-                url: url)
-        }
+        try StoreFiles.require(url.isFileURL, url: url, for: .sqlite, "it is not a file URL, and an \(StoreType.sqlite) store is a local file")
         self.url = url
         self.model = model
         self.externalData = SQLiteExternalData(storeURL: url)
@@ -248,7 +244,7 @@ final class SQLiteStore: StoreBackend {
     /// A read in one transaction: of the pinned version of a query generation when one is reading.
     func read<T>(_ doing: String, _ body: (Database) throws -> T) throws -> T {
         do {
-            if let pinned = QueryGeneration.pinnedVersion(of: self, as: PinnedReader.self) { return try pinned.snapshot.read(body) }
+            if let pinned = QueryGeneration.pinnedVersion(of: self, as: PinnedReader.self) { return try pinned.content.read(body) }
             return try pool.read(body)
         } catch { throw Self.translate(error, url: url, while: doing) }
     }
@@ -257,7 +253,7 @@ final class SQLiteStore: StoreBackend {
     /// explicit one `read` opens (BEGIN, COMMIT) would only add two statements to every fault.
     func readOne<T>(_ doing: String, _ body: (Database) throws -> T) throws -> T {
         do {
-            if let pinned = QueryGeneration.pinnedVersion(of: self, as: PinnedReader.self) { return try pinned.snapshot.read(body) }
+            if let pinned = QueryGeneration.pinnedVersion(of: self, as: PinnedReader.self) { return try pinned.content.read(body) }
             return try pool.unsafeRead(body)
         } catch { throw Self.translate(error, url: url, while: doing) }
     }
@@ -265,17 +261,10 @@ final class SQLiteStore: StoreBackend {
     /// A query generation's version of the store: a reader connection of its own, in a read
     /// transaction opened when the generation was pinned (GRDB's `DatabaseSnapshot`). While it lives,
     /// checkpoints cannot move the write-ahead log's content into the database past it.
-    final class PinnedReader: PinnedStoreVersion {
-        let snapshot: DatabaseSnapshot
-        let backendID: ObjectIdentifier
-        init(snapshot: DatabaseSnapshot, backend: SQLiteStore) {
-            self.snapshot = snapshot
-            self.backendID = ObjectIdentifier(backend)
-        }
-    }
+    typealias PinnedReader = PinnedContent<DatabaseSnapshot>
 
     func pinVersion(store: PersistentStore) throws -> any PinnedStoreVersion {
-        do { return PinnedReader(snapshot: try pool.makeSnapshot(), backend: self) } catch {
+        do { return PinnedReader(try pool.makeSnapshot(), backend: self) } catch {
             throw Self.translate(error, url: url, while: "pinning a query generation")
         }
     }
