@@ -76,7 +76,7 @@ extension ManagedObjectContext {
     func publish(_ changes: SaveChanges) {
         for continuation in saveStreams.withLock({ Array($0.values) }) { continuation.yield(changes) }
         // A save into the stores: the contexts on the coordinator that follow its saves hear it.
-        if parent == nil { persistentStoreCoordinator?.didSave(changes, from: self) }
+        configuredParentStore?.announceSave(changes, from: self)
     }
 
     /// Merges another context's save (Core Data's form). Call it on this context's queue.
