@@ -22,7 +22,8 @@ extension ManagedObjectContext: ParentStore {
     /// The parent store, if the context has one yet.
     var configuredParentStore: (any ParentStore)? { parentStore(withParent: parent) }
 
-    /// The parent store of this context were its parent `parent`: the parent, or else the coordinator.
+    /// The parent store this context has with `parent` as its parent: the parent, or else the
+    /// coordinator set on the context. The one place that asks whether a context has a parent.
     func parentStore(withParent parent: ManagedObjectContext?) -> (any ParentStore)? {
         if let parent { return parent }
         return rootCoordinator
@@ -85,6 +86,7 @@ extension ManagedObjectContext: ParentStore {
     /// Nothing to keep: permanent IDs reach a child from its chain's root, which keeps them.
     func keepPermanentIDs(_ mapping: [ManagedObjectID: ManagedObjectID], givenTo requester: ManagedObjectContext) {}
 
+    /// None: a child reads its parent, which is pinned instead.
     func pinnedGeneration(for token: QueryGenerationToken, requester: ManagedObjectContext) throws -> QueryGeneration {
         fatalError("""
             ObjectGraph: setQueryGenerationFrom(_:) on child context '\(requester.debugName)': a child context reads its parent, \
