@@ -76,7 +76,7 @@ extension ManagedObjectContext {
     func publish(_ changes: SaveChanges) {
         for continuation in saveStreams.withLock({ Array($0.values) }) { continuation.yield(changes) }
         // A save into the stores: the contexts on the coordinator that follow its saves hear it.
-        if parent == nil { persistentStoreCoordinator?.didSave(changes, from: self) }
+        configuredParentStore?.announceSave(changes, from: self)
     }
 
     /// Merges another context's save (Core Data's form). Call it on this context's queue.
@@ -129,45 +129,61 @@ extension ManagedObjectContext {
     /// `objectsDidChangeNotification` and `didMergeChangesObjectIDsNotification`.
     public func mergeChanges(_ changes: SaveChanges) {
         assertOnQueue("mergeChanges(_:)")
-        if let coordinator = persistentStoreCoordinator {
-            coordinator.instrumentation.metrics?.merges.increment()
-            coordinator.logger.debug(
-                "merge into '\(debugName)': \(changes.insertedObjectIDs.count) inserted, \(changes.updatedObjectIDs.count) updated, \(changes.deletedObjectIDs.count) deleted",
-                metadata: ["coordinator": "\(coordinator.name ?? "unnamed")"])
-        }
+        recordMerge(changes)
         processPendingChanges()
         // A pinned context moves to the generation that has the changes it merges.
         advanceQueryGeneration()
-        let received = changes
-        var refreshed: Set<ManagedObject> = [], deleted: Set<ManagedObject> = []
+        let deleted = mergeDeletes(changes.deletedObjectIDs)
+        let read = withParentStoreRows(changes)
+        let refreshed = mergeUpdates(read)
+        // Objects whose to-many relationships the save touched through foreign keys (the inserted
+        // and updated objects' to-one destinations) reload those relationships when next used.
+        refaultToManyRelationships(touchedBy: read)
+        let inserted = mergeInserts(read.insertedObjectIDs)
+        postMergeNotifications(read, inserted: inserted, refreshed: refreshed, deleted: deleted)
+        didMergeForNesting(changes)
+    }
 
-        // Deleted elsewhere: out of every relationship; a registered object becomes a deleted
-        // object here (in `deletedObjects`, as in Core Data) until this context saves or resets.
-        if !changes.deletedObjectIDs.isEmpty {
-            let gone = changes.deletedObjectIDs
-            if relationshipsMayReach(gone, toManyOnly: false) {
-                for object in liveObjects where !gone.contains(object.objectID) {
-                    forgetDestinations(gone, in: object)
-                }
-            }
-            for id in gone {
-                guard let object = registered[canonical(id)]?.object, !object.state.isDeletedElsewhere else { continue }
-                if object.isInserted {
-                    invalidate(object)
-                    continue
-                }
-                // A fault without changes is not in use here: it is deleted as well, but not
-                // reported, as in Core Data, whose merges report the deletes of objects in use only.
-                // Its ID is in `didMergeChangesObjectIDsNotification`'s deleted IDs all the same.
-                let inUse = !object.isFault || object.hasChanges
-                markDeletedElsewhere(object)
-                if inUse { deleted.insert(object) }
+    /// Counts the merge in the coordinator's metrics and logs it at debug level.
+    private func recordMerge(_ changes: SaveChanges) {
+        guard let coordinator = persistentStoreCoordinator else { return }
+        coordinator.instrumentation.metrics?.merges.increment()
+        coordinator.logger.debug(
+            "merge into '\(debugName)': \(changes.insertedObjectIDs.count) inserted, \(changes.updatedObjectIDs.count) updated, \(changes.deletedObjectIDs.count) deleted",
+            metadata: ["coordinator": "\(coordinator.name ?? "unnamed")"])
+    }
+
+    /// Deleted elsewhere: out of every relationship; a registered object becomes a deleted object
+    /// here (in `deletedObjects`, as in Core Data) until this context saves or resets. Returns the
+    /// deleted objects in use here, which the merge reports.
+    private func mergeDeletes(_ gone: Set<ManagedObjectID>) -> Set<ManagedObject> {
+        guard !gone.isEmpty else { return [] }
+        if relationshipsMayReach(gone, toManyOnly: false) {
+            for object in liveObjects where !gone.contains(object.objectID) {
+                forgetDestinations(gone, in: object)
             }
         }
+        var deleted: Set<ManagedObject> = []
+        for id in gone {
+            guard let object = registered[canonical(id)]?.object, !object.state.isDeletedElsewhere else { continue }
+            if object.isInserted {
+                invalidate(object)
+                continue
+            }
+            // A fault without changes is not in use here: it is deleted as well, but not
+            // reported, as in Core Data, whose merges report the deletes of objects in use only.
+            // Its ID is in `didMergeChangesObjectIDsNotification`'s deleted IDs all the same.
+            let inUse = !object.isFault || object.hasChanges
+            markDeletedElsewhere(object)
+            if inUse { deleted.insert(object) }
+        }
+        return deleted
+    }
 
-        // The changed objects as the parent store has them now (a child sees the world through its
-        // parent), where the changes do not carry them: the registered ones, and, when a loaded
-        // to-many relationship may need to list or drop one, all of them.
+    /// The changes with the changed objects as the parent store has them now (a child sees the
+    /// world through its parent), where the changes do not carry them: the registered ones, and,
+    /// when a loaded to-many relationship may need to list or drop one, all of them.
+    private func withParentStoreRows(_ changes: SaveChanges) -> SaveChanges {
         let store = parentStore
         var changes = changes
         if changes.snapshotSource != ObjectIdentifier(store) {
@@ -177,34 +193,40 @@ extension ManagedObjectContext {
                 changedKeys: changes.changedKeys, snapshots: [:], source: nil)
         }
         let changed = changes.insertedObjectIDs.union(changes.updatedObjectIDs)
-        if !changed.isEmpty {
-            let listsObjects = relationshipsMayReach(changed, toManyOnly: true) && liveObjects.contains { object in
-                !object.isFault && object.toMany.values.contains(where: \.isLoaded)
-            }
-            let wanted = changed.filter { id in
-                changes.snapshots[id] == nil
-                    && (listsObjects || registered[canonical(id)]?.object.map { !$0.isFault } == true)
-            }
-            if !wanted.isEmpty {
-                // Read now, not from the row cache: another coordinator or process may have written them.
-                let found: [ManagedObjectID: Snapshot]
-                do {
-                    found = try store.snapshots(for: Array(wanted), maximumAge: 0, leasing: false, requester: self).snapshots
-                } catch {
-                    // The merge goes on without the rows: the objects keep the values they had, and
-                    // the app is told (a refresh or the next merge reads them again).
-                    found = [:]
-                    persistentStoreCoordinator?.logger.warning(
-                        "merge into '\(debugName)': the changed objects could not be read (\(error)); \(wanted.count) keep their previous values",
-                        metadata: ["coordinator": "\(persistentStoreCoordinator?.name ?? "unnamed")"])
-                }
-                changes = SaveChanges(
-                    inserted: changes.insertedObjectIDs, updated: changes.updatedObjectIDs, deleted: changes.deletedObjectIDs,
-                    changedKeys: changes.changedKeys, snapshots: changes.snapshots.merging(found) { mine, _ in mine }, source: store)
-            }
+        guard !changed.isEmpty else { return changes }
+        let listsObjects = relationshipsMayReach(changed, toManyOnly: true) && liveObjects.contains { object in
+            !object.isFault && object.toMany.values.contains(where: \.isLoaded)
         }
+        let wanted = changed.filter { id in
+            changes.snapshots[id] == nil
+                && (listsObjects || registered[canonical(id)]?.object.map { !$0.isFault } == true)
+        }
+        guard !wanted.isEmpty else { return changes }
+        let found = readForMerge(wanted, from: store)
+        return SaveChanges(
+            inserted: changes.insertedObjectIDs, updated: changes.updatedObjectIDs, deleted: changes.deletedObjectIDs,
+            changedKeys: changes.changedKeys, snapshots: changes.snapshots.merging(found) { mine, _ in mine }, source: store)
+    }
 
-        // Updated elsewhere: take the saved values.
+    /// Reads changed objects from the parent store now, not from the row cache: another
+    /// coordinator or process may have written them. A failed read gives no rows: the merge goes
+    /// on, the objects keep the values they had, and the app is told (a refresh or the next merge
+    /// reads them again).
+    private func readForMerge(_ wanted: Set<ManagedObjectID>, from store: any ParentStore) -> [ManagedObjectID: Snapshot] {
+        do {
+            return try store.snapshots(for: Array(wanted), maximumAge: 0, leasing: false, requester: self).snapshots
+        } catch {
+            persistentStoreCoordinator?.logger.warning(
+                "merge into '\(debugName)': the changed objects could not be read (\(error)); \(wanted.count) keep their previous values",
+                metadata: ["coordinator": "\(persistentStoreCoordinator?.name ?? "unnamed")"])
+            return [:]
+        }
+    }
+
+    /// Updated elsewhere: registered objects with values take the saved ones. Returns them, the
+    /// objects the merge refreshed.
+    private func mergeUpdates(_ changes: SaveChanges) -> Set<ManagedObject> {
+        var refreshed: Set<ManagedObject> = []
         for id in changes.updatedObjectIDs {
             guard let object = registered[canonical(id)]?.object, !object.isFault,
                   let snapshot = changes.snapshots[id] else { continue }
@@ -212,18 +234,25 @@ extension ManagedObjectContext {
             adopt(snapshot, into: object, changedElsewhere: keys)
             refreshed.insert(object)
         }
+        return refreshed
+    }
 
-        // Objects whose to-many relationships the save touched through foreign keys (the inserted
-        // and updated objects' to-one destinations) reload those relationships when next used.
-        refaultToManyRelationships(touchedBy: changes)
-
-        // Inserted elsewhere: registered here (as faults), so that they are reported and resolve.
+    /// Inserted elsewhere: registered here (as faults), so that they are reported and resolve.
+    /// Returns the objects registered in this context.
+    private func mergeInserts(_ ids: Set<ManagedObjectID>) -> Set<ManagedObject> {
         var inserted: Set<ManagedObject> = []
-        for id in changes.insertedObjectIDs where !id.isTemporaryID {
+        for id in ids where !id.isTemporaryID {
             let object = object(with: id)
             if object.managedObjectContext === self { inserted.insert(object) }
         }
+        return inserted
+    }
 
+    /// Posts a merge's `objectsDidChangeNotification` (when it changed objects in use here) and
+    /// its `didMergeChangesObjectIDsNotification`.
+    private func postMergeNotifications(
+        _ changes: SaveChanges, inserted: Set<ManagedObject>, refreshed: Set<ManagedObject>, deleted: Set<ManagedObject>
+    ) {
         if !(inserted.isEmpty && refreshed.isEmpty && deleted.isEmpty) {
             isPostingMergeChanges = true
             NotificationCenter.default.post(name: Self.objectsDidChangeNotification, object: self, userInfo: [
@@ -239,7 +268,6 @@ extension ManagedObjectContext {
             NotificationKey.deletedObjectIDs.rawValue: changes.deletedObjectIDs,
             NotificationKey.refreshedObjectIDs.rawValue: Set(refreshed.map(\.objectID)),
         ])
-        didMergeForNesting(received)
     }
 
     /// Makes a registered object deleted because another context's save deleted its row: deleted

@@ -165,18 +165,23 @@ extension ManagedObjectContext {
 
     // MARK: - Permanent IDs down the chain
 
-    /// Hands permanent IDs given by the root to every descendant (parents first); each adopts them
-    /// on its own queue before running any block submitted after this call.
+    /// Hands permanent IDs given by the coordinator to every descendant (parents first); each adopts
+    /// them on its own queue before running any block submitted after this call. The parent store
+    /// keeps them for the chain (the coordinator has the root remember them).
     func propagatePermanentIDs(_ mapping: [ManagedObjectID: ManagedObjectID]) {
         guard !mapping.isEmpty else { return }
-        if parent == nil {
-            nesting.permanentIDs.withLock {
-                $0.reserveCapacity($0.count + mapping.count)
-                $0.merge(mapping) { _, new in new }
-            }
-        }
+        parentStore.keepPermanentIDs(mapping, givenTo: self)
         for descendant in descendants {
             descendant.deliver { $0.adoptPermanentIDs(mapping) }
+        }
+    }
+
+    /// Keeps permanent IDs the coordinator gave this context, the root of its chain, for the
+    /// chain's `permanentID(forTemporary:)`.
+    func rememberPermanentIDs(_ mapping: [ManagedObjectID: ManagedObjectID]) {
+        nesting.permanentIDs.withLock {
+            $0.reserveCapacity($0.count + mapping.count)
+            $0.merge(mapping) { _, new in new }
         }
     }
 

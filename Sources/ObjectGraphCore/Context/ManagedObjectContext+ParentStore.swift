@@ -10,9 +10,23 @@ import Foundation
 
 extension ManagedObjectContext: ParentStore {
     /// Where this context reads from and saves into: its parent, or its coordinator.
+    ///
+    /// It is a programmer error to use a context that has neither.
     var parentStore: any ParentStore {
+        guard let store = configuredParentStore else {
+            fatalError("ObjectGraph: context '\(debugName)' has no persistent store coordinator and no parent; set one right after creating it")
+        }
+        return store
+    }
+
+    /// The parent store, if the context has one yet.
+    var configuredParentStore: (any ParentStore)? { parentStore(withParent: parent) }
+
+    /// The parent store this context has with `parent` as its parent: the parent, or else the
+    /// coordinator set on the context. The one place that asks whether a context has a parent.
+    func parentStore(withParent parent: ManagedObjectContext?) -> (any ParentStore)? {
         if let parent { return parent }
-        return coordinator
+        return rootCoordinator
     }
 
     func snapshots(for ids: [ManagedObjectID], maximumAge: Double?, leasing: Bool, requester: ManagedObjectContext) throws -> ViewedSnapshots {
@@ -52,6 +66,32 @@ extension ManagedObjectContext: ParentStore {
     func describeConflict(_ conflict: VersionConflict, requester: ManagedObjectContext) -> String {
         let state = conflict.persisted == nil ? "deleted it" : "changed it"
         return "\(conflict.id) cannot be saved from context '\(requester.debugName)' into its parent '\(debugName)': the parent \(state) since '\(requester.debugName)' read it"
+    }
+
+    var conflictSummary: String { "conflicts with parent context '\(debugName)'" }
+
+    var nameInMessages: String { "the parent '\(debugName)'" }
+
+    var coordinatorBehind: PersistentStoreCoordinator? { persistentStoreCoordinator }
+
+    /// Nothing to announce: this context handed the save to its children that merge
+    /// automatically as it took it (`receive(_:from:)`).
+    func announceSave(_ changes: SaveChanges, from requester: ManagedObjectContext) {}
+
+    /// None: a child follows its parent through `forwardToAutomaticallyMergingChildren`.
+    func followSaves(_ handler: @escaping @Sendable (SaveChanges, ObjectIdentifier) -> Void) -> PersistentStoreCoordinator.SaveSubscription? {
+        nil
+    }
+
+    /// Nothing to keep: permanent IDs reach a child from its chain's root, which keeps them.
+    func keepPermanentIDs(_ mapping: [ManagedObjectID: ManagedObjectID], givenTo requester: ManagedObjectContext) {}
+
+    /// None: a child reads its parent, which is pinned instead.
+    func pinnedGeneration(for token: QueryGenerationToken, requester: ManagedObjectContext) throws -> QueryGeneration {
+        fatalError("""
+            ObjectGraph: setQueryGenerationFrom(_:) on child context '\(requester.debugName)': a child context reads its parent, \
+            so only a context on a coordinator can be pinned to a query generation; pin the parent instead
+            """)
     }
 
     // MARK: - The view: objects

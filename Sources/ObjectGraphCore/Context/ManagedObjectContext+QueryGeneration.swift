@@ -39,26 +39,12 @@ extension ManagedObjectContext {
     ///   by any context of this coordinator; what a store throws opening its reader.
     public func setQueryGenerationFrom(_ token: QueryGenerationToken?) throws {
         assertOnQueue("setQueryGenerationFrom(_:)")
-        if parent != nil && token != nil {
-            fatalError("""
-                ObjectGraph: setQueryGenerationFrom(_:) on child context '\(debugName)': a child context reads its parent, \
-                so only a context on a coordinator can be pinned to a query generation; pin the parent instead
-                """)
-        }
         freezeConfiguration()
         guard let token else {
             queryGeneration.pinned = nil
             return
         }
-        if token == .current {
-            queryGeneration.pinned = try coordinator.pinQueryGeneration()
-        } else if let generation = coordinator.queryGeneration(for: token) {
-            queryGeneration.pinned = generation
-        } else {
-            throw ObjectGraphError(
-                .unsupported,
-                "Cannot pin context '\(debugName)' to \(token): no context of this coordinator is pinned to that generation any more; pin to QueryGenerationToken.current")
-        }
+        queryGeneration.pinned = try parentStore.pinnedGeneration(for: token, requester: self)
     }
 
     /// The generation store reads of this context see now: nil when it is not pinned, or while it saves.

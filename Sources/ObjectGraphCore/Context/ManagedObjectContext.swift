@@ -68,10 +68,10 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
     /// It is a programmer error to set it once the context did object work, or to replace the
     /// coordinator or parent the context has.
     public var persistentStoreCoordinator: PersistentStoreCoordinator? {
-        get { _coordinator ?? parent?.persistentStoreCoordinator }
+        get { configuredParentStore?.coordinatorBehind }
         set {
-            checkConfigurable("persistentStoreCoordinator", replacing: _coordinator.map { $0 !== newValue } ?? (parent != nil))
-            _coordinator = newValue
+            checkConfigurable("persistentStoreCoordinator", setting: newValue)
+            rootCoordinator = newValue
             // Set after automaticallyMergesChangesFromParent: the context follows its coordinator's saves now.
             if automaticallyMergesChangesFromParent { followCoordinatorSaves(true) }
         }
@@ -85,9 +85,8 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
     /// or coordinator the context has, to make a context its own ancestor, or to nest contexts more
     /// than ``maximumNestingDepth`` deep.
     public var parent: ManagedObjectContext? {
-        willSet { checkConfigurable("parent", replacing: parent.map { $0 !== newValue } ?? (_coordinator != nil && newValue != nil)) }
+        willSet { checkConfigurable("parent", setting: parentStore(withParent: newValue)) }
         didSet {
-            if parent != nil { _coordinator = nil }
             // A child of a container's context is the container's work too: shutdown waits for it.
             if activityTracker == nil { activityTracker = parent?.activityTracker }
             parentDidChange(from: oldValue)
@@ -149,15 +148,15 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
     private let coordinatorSaves = Protected<PersistentStoreCoordinator.SaveSubscription?>(nil)
 
     /// Subscribes to (or leaves) the saves other contexts write to the coordinator; a child follows
-    /// its parent instead.
+    /// its parent instead (its parent store gives no subscription).
     private func followCoordinatorSaves(_ follows: Bool) {
-        guard follows, parent == nil, let coordinator = persistentStoreCoordinator else {
+        guard follows, let store = configuredParentStore else {
             coordinatorSaves.withLock { $0 = nil }
             return
         }
         let me = ObjectIdentifier(self)
-        let subscription = coordinator.subscribeToSaves { [weak self] changes, source in
-            guard source != me, let self, self.parent == nil else { return }
+        let subscription = store.followSaves { [weak self] changes, source in
+            guard source != me, let self else { return }
             self.enqueue { self.mergeChanges(changes) }
         }
         coordinatorSaves.withLock { $0 = subscription }
@@ -170,7 +169,8 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
     /// Continuations of the `saves` streams handed out.
     let saveStreams = Protected<[Int: AsyncStream<SaveChanges>.Continuation]>([:])
 
-    private var _coordinator: PersistentStoreCoordinator?
+    /// The coordinator set on the context (a root context's); a child's is its parent's.
+    private(set) var rootCoordinator: PersistentStoreCoordinator?
     let queue: DispatchQueue?
     let tag: QueueTag
     /// A private-queue context's queue as an actor: `await perform` runs there.
@@ -249,18 +249,17 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
     }
 
     /// Stops the program when the parent or coordinator is set after the context did object work,
-    /// or when `replacing` one it has (Core Data refuses both).
-    private func checkConfigurable(_ property: String, replacing: Bool) {
+    /// or when setting `store` replaces the parent store the context has (Core Data refuses both).
+    private func checkConfigurable(_ property: String, setting store: (any ParentStore)?) {
         if isConfigurationFrozen.load(ordering: .relaxed) {
             fatalError("""
                 ObjectGraph: cannot set \(property) of context '\(debugName)' after it was used: a context's parent and coordinator \
                 are configuration, set before its first fetch, insert, save or object(with:)
                 """)
         }
-        if replacing {
-            let current = parent.map { "the parent '\($0.debugName)'" } ?? "a persistent store coordinator"
+        if let current = configuredParentStore, current !== store {
             fatalError("""
-                ObjectGraph: cannot set \(property) of context '\(debugName)': it has \(current) already, and a context's parent or \
+                ObjectGraph: cannot set \(property) of context '\(debugName)': it has \(current.nameInMessages) already, and a context's parent or \
                 coordinator, once set, is not replaced (make a new context instead)
                 """)
         }

@@ -208,8 +208,7 @@ extension ManagedObjectContext {
     /// The `.mergeConflict` error of a save refused for conflicts with the parent store.
     func mergeConflictError(_ conflicts: [VersionConflict]) -> ObjectGraphError {
         let store = parentStore
-        let summary = parent.map { "conflicts with parent context '\($0.debugName)'" } ?? "optimistic locking failures"
-        return conflictError(conflicts, summary: summary) { store.describeConflict($0, requester: self) }
+        return conflictError(conflicts, summary: store.conflictSummary) { store.describeConflict($0, requester: self) }
     }
 
     /// A `.mergeConflict` error for version conflicts, found against the store or a parent: one

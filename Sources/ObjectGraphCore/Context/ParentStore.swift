@@ -56,6 +56,44 @@ protocol ParentStore: AnyObject, Sendable {
 
     /// How a conflict with the parent store is described in errors.
     func describeConflict(_ conflict: VersionConflict, requester: ManagedObjectContext) -> String
+
+    /// How conflicts with the parent store are summed up in a save's error: `optimistic locking
+    /// failures` (the store), `conflicts with parent context 'name'`.
+    var conflictSummary: String { get }
+
+    /// How the parent store is named in a context's messages: `a persistent store coordinator`,
+    /// `the parent 'name'`.
+    var nameInMessages: String { get }
+
+    /// The coordinator behind the parent store: the coordinator itself, or a parent context's
+    /// (nil while that context has none).
+    var coordinatorBehind: PersistentStoreCoordinator? { get }
+
+    /// Hands a save the requester made into this store to the contexts that follow the store's
+    /// saves: the coordinator calls its subscribers (``followSaves(_:)``); a parent context has
+    /// done it already, as it took the save (its children that merge automatically follow).
+    func announceSave(_ changes: ManagedObjectContext.SaveChanges, from requester: ManagedObjectContext)
+
+    /// Subscribes a context that merges automatically to the saves other contexts make into this
+    /// store, `handler` getting each save and the identity of the context that made it: the
+    /// coordinator gives a subscription; a parent context gives none (it hands its children what
+    /// they follow itself, as it saves, merges or takes a child's save).
+    func followSaves(_ handler: @escaping @Sendable (ManagedObjectContext.SaveChanges, ObjectIdentifier) -> Void)
+        -> PersistentStoreCoordinator.SaveSubscription?
+
+    /// Keeps permanent IDs this store gave the requester's chain, for ``permanentID(forTemporary:)``:
+    /// the coordinator has the requester (the chain's root) keep them; a parent context keeps
+    /// nothing (they came from the chain's root, which keeps them).
+    func keepPermanentIDs(_ mapping: [ManagedObjectID: ManagedObjectID], givenTo requester: ManagedObjectContext)
+
+    /// The query generation a token pins for the requester: the coordinator pins the stores'
+    /// versions of now (``QueryGenerationToken/current``) or finds the live generation the token
+    /// names. It is a programmer error to pin a context whose parent store is a parent context: a
+    /// child reads its parent, which is pinned instead.
+    ///
+    /// - Throws: ``ObjectGraphError/unsupported`` when no context of the coordinator holds the
+    ///   token's generation any more; what a store throws opening its reader.
+    func pinnedGeneration(for token: QueryGenerationToken, requester: ManagedObjectContext) throws -> QueryGeneration
 }
 
 extension StoreFetchRequest {

@@ -229,6 +229,36 @@ extension PersistentStoreCoordinator: ParentStore {
         return "\(conflict.id) was changed by another context since context '\(requester.debugName)' read it (read version \(conflict.expectedVersion), \(state))"
     }
 
+    var conflictSummary: String { "optimistic locking failures" }
+
+    var nameInMessages: String { "a persistent store coordinator" }
+
+    var coordinatorBehind: PersistentStoreCoordinator? { self }
+
+    /// The contexts on this coordinator that merge automatically hear a save into its stores.
+    func announceSave(_ changes: ManagedObjectContext.SaveChanges, from requester: ManagedObjectContext) {
+        didSave(changes, from: ObjectIdentifier(requester))
+    }
+
+    func followSaves(_ handler: @escaping @Sendable (ManagedObjectContext.SaveChanges, ObjectIdentifier) -> Void) -> SaveSubscription? {
+        subscribeToSaves(handler)
+    }
+
+    /// The requester is the root of its chain: it remembers the IDs for the chain.
+    func keepPermanentIDs(_ mapping: [ManagedObjectID: ManagedObjectID], givenTo requester: ManagedObjectContext) {
+        requester.rememberPermanentIDs(mapping)
+    }
+
+    func pinnedGeneration(for token: QueryGenerationToken, requester: ManagedObjectContext) throws -> QueryGeneration {
+        if token == .current { return try pinQueryGeneration() }
+        guard let generation = queryGeneration(for: token) else {
+            throw ObjectGraphError(
+                .unsupported,
+                "Cannot pin context '\(requester.debugName)' to \(token): no context of this coordinator is pinned to that generation any more; pin to QueryGenerationToken.current")
+        }
+        return generation
+    }
+
     // MARK: - Routing objects to stores
 
     /// The store an object of an entity is saved to when no store was assigned: the first store

@@ -298,10 +298,11 @@ public final class PersistentStoreCoordinator: Sendable, CustomStringConvertible
         return SaveSubscription(number: number, coordinator: self)
     }
 
-    /// Hands a save written to the stores to the subscribers.
-    func didSave(_ changes: ManagedObjectContext.SaveChanges, from source: ManagedObjectContext) {
+    /// Hands a save written to the stores to the subscribers, with the identity of the context
+    /// that saved.
+    func didSave(_ changes: ManagedObjectContext.SaveChanges, from source: ObjectIdentifier) {
         let handlers = saveSubscribers.withLock { Array($0.values) }
-        for handler in handlers { handler(changes, ObjectIdentifier(source)) }
+        for handler in handlers { handler(changes, source) }
     }
 
     /// Hands changes written to the stores without a context's save (batch requests) to every
