@@ -76,8 +76,14 @@ extension ManagedObjectContext {
         }
         if object.isDeleted { return }
         object.fireFaultIfNeeded()
+        markDeleted(object) { $0.delete() }
+    }
+
+    /// Makes an object deleted by a transition of its state (when the transition allows it),
+    /// undoably: recorded as deleted, kept alive until the save, and reported.
+    func markDeleted(_ object: ManagedObject, by transition: (inout ObjectState) -> Bool) {
         let saved = object.state
-        guard object.state.delete() else { return }
+        guard transition(&object.state) else { return }
         registerUndo(of: object) { context, object in context.undelete(object, restoring: saved) }
         changes.recordDelete(object)
         retained.insert(object)

@@ -88,12 +88,7 @@ extension ManagedObjectContext {
     /// one with it, and are redone with it.
     func redelete(_ object: ManagedObject) {
         guard object.managedObjectContext === self else { return }
-        let saved = object.state
-        guard object.state.deleteForRedo() else { return }
-        registerUndo(of: object) { context, object in context.undelete(object, restoring: saved) }
-        changes.recordDelete(object)
-        retained.insert(object)
-        noteUnreportedChange(object)
+        markDeleted(object) { $0.deleteForRedo() }
     }
 }
 

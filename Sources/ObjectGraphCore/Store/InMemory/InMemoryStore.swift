@@ -50,14 +50,7 @@ final class InMemoryStore: StoreBackend {
 
     func fetch(_ request: StoreFetchRequest, store: PersistentStore) throws -> [StoreRow] {
         let view = InMemoryView(state: readableState, store: store, model: model)
-        var subjects = try view.matching(request)
-        if !request.sortDescriptors.isEmpty {
-            subjects = try FetchSortDescriptor.sorted(subjects, by: request.sortDescriptors, subject: { $0 })
-        }
-        var slice = subjects[...]
-        if request.fetchOffset > 0 { slice = slice.dropFirst(request.fetchOffset) }
-        if request.fetchLimit > 0 { slice = slice.prefix(request.fetchLimit) }
-        return slice.map { StoreRow(id: $0.id, snapshot: request.includesPropertyValues ? $0.snapshot : nil) }
+        return try request.rows(of: try view.matching(request))
     }
 
     func count(_ request: StoreFetchRequest, store: PersistentStore) throws -> Int {
@@ -136,33 +129,10 @@ struct InMemoryState: Sendable {
 }
 
 /// A row of an in-memory store seen by predicates and sort descriptors.
-struct InMemoryRowSubject: PredicateSubject {
-    let view: InMemoryView
-    let id: ManagedObjectID
-    let snapshot: Snapshot
-
-    var predicateObjectID: ManagedObjectID? { id }
-    var predicateEntity: EntityDescription { snapshot.entity }
-
-    func predicateValue(forKey key: String) throws -> PredicateOperand {
-        guard let property = snapshot.entity.propertiesByName[key] else {
-            throw ObjectGraphError(
-                .invalidFetchRequest, "Entity '\(snapshot.entity.name)' has no property '\(key)'",
-                entityName: snapshot.entity.name, key: key)
-        }
-        if let relationship = property as? RelationshipDescription {
-            if relationship.isToMany {
-                return .objects(view.destinations(of: relationship, from: id).compactMap(view.subject(for:)))
-            }
-            guard case .objectID(let destination) = snapshot.values[relationship.index] else { return .object(nil) }
-            return .object(view.subject(for: destination))
-        }
-        return .value(snapshot.values[property.index])
-    }
-}
+typealias InMemoryRowSubject = RowSubject<InMemoryView>
 
 /// A read-only view of an in-memory store's rows, for one fetch.
-final class InMemoryView: @unchecked Sendable {  // immutable after init
+final class InMemoryView: RowView, @unchecked Sendable {  // immutable after init
     let state: InMemoryState
     let store: PersistentStore
     let model: ManagedObjectModel

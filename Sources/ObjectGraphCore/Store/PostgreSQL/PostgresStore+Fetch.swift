@@ -86,13 +86,7 @@ extension PostgresStore {
             let node = plan.residual.count == 1 ? plan.residual[0] : .and(plan.residual)
             subjects = try subjects.filter { try PredicateEvaluator.evaluate(node, with: $0) }
         }
-        if !request.sortDescriptors.isEmpty {
-            subjects = try FetchSortDescriptor.sorted(subjects, by: request.sortDescriptors, subject: { $0 })
-        }
-        var slice = subjects[...]
-        if request.fetchOffset > 0 { slice = slice.dropFirst(request.fetchOffset) }
-        if request.fetchLimit > 0 { slice = slice.prefix(request.fetchLimit) }
-        return slice.map { StoreRow(id: $0.id, snapshot: request.includesPropertyValues ? $0.snapshot : nil) }
+        return try request.rows(of: subjects)
     }
 
     func count(_ request: StoreFetchRequest, store: PersistentStore) throws -> Int {
@@ -120,24 +114,12 @@ extension PostgresStore {
 
     /// Reads rows by ID, in the caller's transaction.
     func readSnapshots(_ ids: [ManagedObjectID], store: PersistentStore, session: any PostgresSession) throws -> [ManagedObjectID: Snapshot] {
-        var byRoot: [Int: [Int64]] = [:]
-        for id in ids {
-            guard let pk = id.primaryKey else { continue }
-            byRoot[id.entity.rootEntity.entityCode, default: []].append(pk)
-        }
         var result: [ManagedObjectID: Snapshot] = [:]
         result.reserveCapacity(ids.count)
-        for (rootCode, keys) in byRoot {
-            guard let layout = layouts[rootCode] else { continue }
-            for start in stride(from: 0, to: keys.count, by: Self.chunkSize) {
-                let chunk = keys[start..<min(start + Self.chunkSize, keys.count)]
-                let sql = chunk.count == 1
-                    ? "SELECT \(layout.selectList) FROM \(layout.table) AS t0 WHERE t0.\"Z_PK\" = $1"
-                    : "SELECT \(layout.selectList) FROM \(layout.table) AS t0 WHERE t0.\"Z_PK\" IN (\(Self.placeholders(chunk.count)))"
-                count()
-                for row in try session.query(sql, chunk.map { .int($0) }) {
-                    if let storeRow = layout.read(row, store: store), let snapshot = storeRow.snapshot { result[storeRow.id] = snapshot }
-                }
+        for (layout, chunk) in TableLayout.chunks(of: ids, in: layouts, size: Self.chunkSize) {
+            count()
+            for row in try session.query(layout.rowsQuery(count: chunk.count, dialect: .postgres), chunk.map { .int($0) }) {
+                if let storeRow = layout.read(row, store: store), let snapshot = storeRow.snapshot { result[storeRow.id] = snapshot }
             }
         }
         return result
@@ -177,7 +159,7 @@ extension PostgresStore {
 
 /// The rows one fetch reads to evaluate in memory what PostgreSQL cannot answer exactly: related
 /// rows are read on first use, in the fetch's transaction, and kept for the rest of the fetch.
-final class PostgresReadView {
+final class PostgresReadView: RowView {
     let backend: PostgresStore
     let session: any PostgresSession
     let store: PersistentStore
@@ -208,26 +190,4 @@ final class PostgresReadView {
 }
 
 /// A row of a PostgreSQL store seen by predicates and sort descriptors evaluated in memory.
-struct PostgresRowSubject: PredicateSubject {
-    let view: PostgresReadView
-    let id: ManagedObjectID
-    let snapshot: Snapshot
-
-    var predicateObjectID: ManagedObjectID? { id }
-    var predicateEntity: EntityDescription { snapshot.entity }
-
-    func predicateValue(forKey key: String) throws -> PredicateOperand {
-        guard let property = snapshot.entity.propertiesByName[key] else {
-            throw ObjectGraphError(
-                .invalidFetchRequest, "Entity '\(snapshot.entity.name)' has no property '\(key)'", entityName: snapshot.entity.name, key: key)
-        }
-        if let relationship = property as? RelationshipDescription {
-            if relationship.isToMany {
-                return .objects(try view.destinations(of: relationship, from: id).compactMap { try view.subject(for: $0) })
-            }
-            guard case .objectID(let destination) = snapshot.values[relationship.index] else { return .object(nil) }
-            return .object(try view.subject(for: destination))
-        }
-        return .value(snapshot.values[property.index])
-    }
-}
+typealias PostgresRowSubject = RowSubject<PostgresReadView>

@@ -25,12 +25,13 @@ final class PostgresStore: StoreBackend {
     let driver: any PostgresDriver
     let readOnly: Bool
     let layouts: [Int: TableLayout]  // by root entity code
-    private let statements = Atomic<Int>(0)
+    /// How many SQL statements the store has run (``StoreStatistics/sqlStatements``).
+    let statements = StatementCounter()
     /// This store object's own name, written with each of its saves to the change log, so that its
     /// coordinator tells its own commits from others'.
     let instanceID = UUID().uuidString
 
-    var statementCount: Int { statements.load(ordering: .relaxed) }
+    var statementCount: Int { statements.value }
 
     /// - Parameter driver: the connections to use (tests); nil to connect to `url` with the registered driver.
     /// - Parameter migration: the migration options the store was added with: a store written with
@@ -93,14 +94,10 @@ final class PostgresStore: StoreBackend {
         layouts = Self.layouts(of: schema, in: schemaName)
     }
 
-    /// The layout of each root entity's table (by root entity code).
+
+    /// The layout of each root entity's table, in the PostgreSQL schema `schemaName`.
     private static func layouts(of schema: CoreDataLayout, in schemaName: String) -> [Int: TableLayout] {
-        var layouts: [Int: TableLayout] = [:]
-        let quotedSchema = CoreDataLayout.quote(schemaName)
-        for root in schema.model.entitiesByCode where root.superentity == nil {
-            layouts[root.entityCode] = TableLayout(root: root, schema: schema, dialect: .postgres) { "\(quotedSchema).\(CoreDataLayout.quote($0))" }
-        }
-        return layouts
+        TableLayout.layouts(of: schema, dialect: .postgres) { "\(CoreDataLayout.quote(schemaName)).\(CoreDataLayout.quote($0))" }
     }
 
     /// The metadata a store of `model` records (Core Data's keys, the model's version hashes).
@@ -117,7 +114,7 @@ final class PostgresStore: StoreBackend {
     /// The table of an entity (its root entity's).
     func table(for entity: EntityDescription) -> String { table(schema.tableName(for: entity)) }
 
-    func count(_ n: Int = 1) { statements.add(n, ordering: .relaxed) }
+    func count(_ n: Int = 1) { statements.add(n) }
 
     /// A read in one `REPEATABLE READ` read-only transaction.
     func read<T>(_ doing: String, _ body: (any PostgresSession) throws -> T) throws -> T {

@@ -90,4 +90,42 @@ struct TableLayout: Sendable {
         self.entities = entities
         self.selectList = selected.joined(separator: ", ")
     }
+
+    /// The query that reads `count` rows of this table by key, selected with ``selectList``.
+    func rowsQuery(count: Int, dialect: SQLDialect) -> String {
+        let pk = "t0.\(dialect.keyColumnName(CoreDataLayout.primaryKeyColumn))"
+        return count == 1
+            ? "SELECT \(selectList) FROM \(table) AS t0 WHERE \(pk) = \(dialect.placeholder(1))"
+            : "SELECT \(selectList) FROM \(table) AS t0 WHERE \(pk) IN (\(dialect.placeholders(count)))"
+    }
+
+    /// The keys of `ids`, by root entity code (IDs without a key left out).
+    static func keysByRoot(_ ids: [ManagedObjectID]) -> [Int: [Int64]] {
+        var byRoot: [Int: [Int64]] = [:]
+        for id in ids {
+            guard let pk = id.primaryKey else { continue }
+            byRoot[id.entity.rootEntity.entityCode, default: []].append(pk)
+        }
+        return byRoot
+    }
+
+    /// The keys of `ids` in chunks of at most `size`, each with its table's layout (IDs without a
+    /// key, or of a table the store does not have, left out).
+    static func chunks(of ids: [ManagedObjectID], in layouts: [Int: TableLayout], size: Int) -> [(layout: TableLayout, keys: ArraySlice<Int64>)] {
+        var chunks: [(layout: TableLayout, keys: ArraySlice<Int64>)] = []
+        for (rootCode, keys) in keysByRoot(ids) {
+            guard let layout = layouts[rootCode] else { continue }
+            for start in stride(from: 0, to: keys.count, by: size) { chunks.append((layout, keys[start..<min(start + size, keys.count)])) }
+        }
+        return chunks
+    }
+
+    /// The layout of each root entity's table of a store, by root entity code.
+    static func layouts(of schema: CoreDataLayout, dialect: SQLDialect, qualify: (String) -> String = CoreDataLayout.quote) -> [Int: TableLayout] {
+        var layouts: [Int: TableLayout] = [:]
+        for root in schema.model.entitiesByCode where root.superentity == nil {
+            layouts[root.entityCode] = TableLayout(root: root, schema: schema, dialect: dialect, qualify: qualify)
+        }
+        return layouts
+    }
 }

@@ -80,32 +80,20 @@ extension SQLiteStore {
     }
 
     func snapshots(for ids: [ManagedObjectID], store: PersistentStore) throws -> [ManagedObjectID: Snapshot] {
-        var byRoot: [Int: [Int64]] = [:]
-        for id in ids {
-            guard let pk = id.primaryKey else { continue }
-            byRoot[id.entity.rootEntity.entityCode, default: []].append(pk)
-        }
+        let chunks = TableLayout.chunks(of: ids, in: layouts, size: Self.chunkSize)
         let externalData = self.externalData
-        let single = byRoot.count == 1 && (byRoot.first?.value.count ?? 0) <= Self.chunkSize
-        return try (single ? readOne : read)("reading objects") { db in
+        return try (chunks.count == 1 ? readOne : read)("reading objects") { db in
             var result: [ManagedObjectID: Snapshot] = [:]
             result.reserveCapacity(ids.count)
-            for (rootCode, keys) in byRoot {
-                guard let layout = layouts[rootCode] else { continue }
-                for start in stride(from: 0, to: keys.count, by: Self.chunkSize) {
-                    let chunk = keys[start..<min(start + Self.chunkSize, keys.count)]
-                    let sql = chunk.count == 1
-                        ? "SELECT \(layout.selectList) FROM \(layout.table) AS t0 WHERE t0.Z_PK = ?"
-                        : "SELECT \(layout.selectList) FROM \(layout.table) AS t0 WHERE t0.Z_PK IN (\(Array(repeating: "?", count: chunk.count).joined(separator: ",")))"
-                    count()
-                    let statement = try db.cachedStatement(sql: sql)
-                    statement.setUncheckedArguments(StatementArguments(Array(chunk)))
-                    let cursor = try Row.fetchCursor(statement)
-                    let sqlite = statement.sqliteStatement
-                    while try cursor.next() != nil {
-                        if let storeRow = try layout.read(sqlite, store: store, externalData: externalData), let snapshot = storeRow.snapshot {
-                            result[storeRow.id] = snapshot
-                        }
+            for (layout, chunk) in chunks {
+                count()
+                let statement = try db.cachedStatement(sql: layout.rowsQuery(count: chunk.count, dialect: .sqlite))
+                statement.setUncheckedArguments(StatementArguments(Array(chunk)))
+                let cursor = try Row.fetchCursor(statement)
+                let sqlite = statement.sqliteStatement
+                while try cursor.next() != nil {
+                    if let storeRow = try layout.read(sqlite, store: store, externalData: externalData), let snapshot = storeRow.snapshot {
+                        result[storeRow.id] = snapshot
                     }
                 }
             }

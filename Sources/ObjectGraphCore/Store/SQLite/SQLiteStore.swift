@@ -21,7 +21,8 @@ final class SQLiteStore: StoreBackend {
     let externalData: SQLiteExternalData
     /// Whether any attribute of the model uses external storage (the save path skips it otherwise).
     let usesExternalStorage: Bool
-    private let statements = Atomic<Int>(0)
+    /// How many SQL statements the store has run (``StoreStatistics/sqlStatements``).
+    let statements = StatementCounter()
     /// Whether saves and batch requests are recorded in persistent history.
     let historyTracking: Bool
     /// The SQL debug log, when asked for (nil: nothing traced).
@@ -35,7 +36,7 @@ final class SQLiteStore: StoreBackend {
     /// The keys of ATRANSACTIONSTRING's committed strings this store has looked up.
     let internedStrings = Protected<[String: Int64]>([:])
 
-    var statementCount: Int { statements.load(ordering: .relaxed) }
+    var statementCount: Int { statements.value }
 
     init(url: URL, model: ManagedObjectModel, readOnly: Bool, durability: StoreDurability,
          maximumReaderCount: Int, busyTimeout: Double, historyTracking: Bool = false, sqlLog: SQLDebugLog? = nil) throws {
@@ -64,11 +65,7 @@ final class SQLiteStore: StoreBackend {
         self.sqlLog = sqlLog
         pool = try Self.openPool(
             at: url, readOnly: readOnly, durability: durability, maximumReaderCount: maximumReaderCount, busyTimeout: busyTimeout, sqlLog: sqlLog)
-        var layouts: [Int: TableLayout] = [:]
-        for root in model.entitiesByCode where root.superentity == nil {
-            layouts[root.entityCode] = TableLayout(root: root, schema: schema, dialect: .sqlite)
-        }
-        self.layouts = layouts
+        layouts = TableLayout.layouts(of: schema, dialect: .sqlite)
         let metadata = try Self.prepare(pool, at: url, existing: existing, readOnly: readOnly, historyTracking: historyTracking, schema: schema)
         self.metadata = metadata
         self.identifier = metadata[PersistentStore.metadataIdentifierKey] as? String ?? UUID().uuidString
@@ -239,7 +236,7 @@ final class SQLiteStore: StoreBackend {
         }
     }
 
-    func count(_ n: Int = 1) { statements.add(n, ordering: .relaxed) }
+    func count(_ n: Int = 1) { statements.add(n) }
 
     /// A read in one transaction: of the pinned version of a query generation when one is reading.
     func read<T>(_ doing: String, _ body: (Database) throws -> T) throws -> T {
