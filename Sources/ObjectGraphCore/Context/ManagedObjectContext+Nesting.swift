@@ -2,7 +2,7 @@ import Dispatch
 import Foundation
 import Synchronization
 
-// Parent and child contexts (DESIGN.md, concurrency point 4).
+// Parent and child contexts: a child reads through its parent and saves into it.
 //
 // A child context sees the world through its parent: its faults fill from the parent's objects as
 // the parent has them (unsaved changes included), falling back through the chain to the

@@ -38,15 +38,6 @@ final class RelationshipValue {
         isLoaded = true
     }
 
-    /// Forgets the destinations (the relationship becomes a fault again), keeping nothing pending.
-    func unload() {
-        isLoaded = false
-        order = []
-        members = []
-        added = []
-        removed = []
-        orderChanged = false
-    }
 
     @discardableResult
     func add(_ id: ManagedObjectID) -> Bool {

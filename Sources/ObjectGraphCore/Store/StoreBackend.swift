@@ -116,8 +116,6 @@ protocol StoreBackend: AnyObject, Sendable {
     /// - Throws: ``ObjectGraphError/validation`` when a deny rule refuses a delete,
     ///   `.constraintConflict` when a uniqueness constraint would be violated, I/O errors.
     func executeBatch(_ request: StoreBatchRequest, store: PersistentStore) throws -> StoreBatchResult
-    /// Reads the current versions and snapshots of rows, for conflict reports and merges.
-    func currentSnapshots(for ids: [ManagedObjectID], store: PersistentStore) throws -> [ManagedObjectID: Snapshot]
     /// Pins the store's current version for a query generation: while the generation is reading
     /// (``QueryGeneration/current``), the store's reads see that version.
     func pinVersion(store: PersistentStore) throws -> any PinnedStoreVersion
@@ -131,9 +129,5 @@ extension StoreBackend {
         request.includesPropertyValues = false
         let rows = try fetch(request, store: store)
         return (rows.map { $0.id.primaryKey ?? -1 }, rows.map { Int32($0.id.entity.entityCode) })
-    }
-
-    func currentSnapshots(for ids: [ManagedObjectID], store: PersistentStore) throws -> [ManagedObjectID: Snapshot] {
-        try snapshots(for: ids, store: store)
     }
 }

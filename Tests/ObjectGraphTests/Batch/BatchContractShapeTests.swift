@@ -2,7 +2,7 @@ import Foundation
 import ObjectGraph
 import Testing
 
-/// DESIGN.md's "Requests a context passes to its stores", written as a program outside the module
+/// The contract's requests a context passes to its stores, written as a program outside the module
 /// would write it (no `@testable`): the public names, initializers and result shapes compile and
 /// behave as the contract says.
 @Suite("Contract: the requests a context passes to its stores")

@@ -3,7 +3,7 @@ import Testing
 import ObjectGraph
 @testable import ObjectGraphCore
 
-/// The shapes DESIGN.md's "Points the contract fixes" pins down: programs written against the
+/// The shapes the public API contract pins down (notification keys, ID equality, metadata, reports): programs written against the
 /// contract compile and behave as these tests say.
 @Suite("Contract: notification keys, object ID equality, store metadata, changes reported once")
 struct ContractShapeTests {

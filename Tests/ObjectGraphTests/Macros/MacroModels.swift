@@ -2,7 +2,7 @@ import Foundation
 import ObjectGraph
 @testable import ObjectGraphCore
 
-// The models of DESIGN.md's "Swift-native models", plus one of every generated shape.
+// The Swift-native models of the public API contract, plus one of every generated shape.
 
 @Managed final class Folder: ManagedObject {
     var name: String = ""

@@ -4,7 +4,7 @@ import ObjectGraph
 @testable import ObjectGraphCore
 
 extension TestModels {
-    /// DESIGN.md's typed model, with tags and every property shape.
+    /// The public API contract's typed model, with tags and every property shape.
     static func typed() -> ManagedObjectModel {
         ManagedObjectModel(types: [Folder.self, Note.self, Tag.self, Sample.self, Circle.self])
     }

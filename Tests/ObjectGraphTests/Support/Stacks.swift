@@ -89,7 +89,7 @@ final class TestStack: @unchecked Sendable {
 }
 
 enum TestModels {
-    /// DESIGN.md's model, with a tag entity for many-to-many and a few validation rules; with
+    /// The public API contract's model, with a tag entity for many-to-many and a few validation rules; with
     /// `uniqueTagNames`, no two tags share a name (a uniqueness constraint).
     static func notes(uniqueTagNames: Bool = false) -> ManagedObjectModel {
         ManagedObjectModel(entities: [
