@@ -87,6 +87,7 @@ let package = Package(
             dependencies: [
                 // Not the macros: a first `swift run -c release objectgraph demo` compiles no swift-syntax.
                 "ObjectGraphCore",
+                "ObjectGraphCrashModels",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Logging", package: "swift-log"),
@@ -117,6 +118,8 @@ let package = Package(
             swiftSettings: fuzzSwiftSettings,
             linkerSettings: fuzzing ? [.unsafeFlags(["-sanitize=fuzzer,address"])] : []
         ),
+        // The crash tests' models, shared by the tool's `_crash` commands and the tests that check the stores they leave.
+        .target(name: "ObjectGraphCrashModels", dependencies: ["ObjectGraphCore"]),
         // The benchmark's metrics, sizes, cross-checks, statistics and report: a library so that tests can reach them.
         .target(
             name: "ObjectGraphBenchCore",
@@ -128,6 +131,8 @@ let package = Package(
                 "ObjectGraph",
                 "ObjectGraphCore",
                 "ObjectGraphPostgres",
+                "ObjectGraphCrashModels",
+                .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "MetricsTestKit", package: "swift-metrics"),

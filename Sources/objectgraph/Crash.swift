@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import ObjectGraphCore
+import ObjectGraphCrashModels
 
 /// Programs that save from background contexts and then exit, are killed, or are stopped with
 /// SIGTERM: ObjectGraph's crash tests run them as child processes and check the store afterwards.
@@ -16,39 +17,12 @@ struct Crash: ParsableCommand {
         subcommands: [CrashSaver.self, CrashServer.self, CrashDefaultLocation.self, CrashMigrator.self])
 }
 
-/// The crash tests' model. `Tests/ObjectGraphTests/Container/CrashSupport.swift` declares the same
-/// model: change both together.
-enum CrashModel {
-    static func make() -> ManagedObjectModel {
-        ManagedObjectModel(entities: [
-            EntityDescription(name: "Folder", properties: [
-                .attribute("name", .string, isOptional: false),
-                .attribute("context", .integer64, defaultValue: Int64(0)),
-                .attribute("index", .integer64, defaultValue: Int64(0)),
-                .attribute("count", .integer64, defaultValue: Int64(0)),
-                .relationship("notes", destination: "Note", toMany: true, inverse: "folder", deleteRule: .cascade),
-            ]),
-            EntityDescription(name: "Note", properties: [
-                .attribute("title", .string, isOptional: false, defaultValue: ""),
-                .attribute("rank", .integer64, defaultValue: Int64(0)),
-                .relationship("folder", destination: "Folder", toMany: false, inverse: "notes", deleteRule: .nullify),
-            ]),
-            EntityDescription(name: "Tally", properties: [
-                .attribute("context", .integer64, defaultValue: Int64(0)),
-                .attribute("saves", .integer64, defaultValue: Int64(0)),
-                .attribute("folders", .integer64, defaultValue: Int64(0)),
-                .attribute("notes", .integer64, defaultValue: Int64(0)),
-            ]),
-        ])
-    }
-}
-
 /// What save `i` of context `c` does: insert folder (c, i) with `notes(c, i)` notes, delete
 /// folder (c, i - 4) when `i % 5 == 4`, and bring the context's tally up to date — all in one
-/// save. `Tests/ObjectGraphTests/Container/CrashSupport.swift` checks stores against the same rules.
+/// save (``CrashModel``'s rules, which the tests check stores against).
 enum CrashSchedule {
-    static func notes(context c: Int, save i: Int) -> Int { 1 + (c * 7 + i * 3) % 6 }
-    static func deletes(save i: Int) -> Int? { i % 5 == 4 ? i - 4 : nil }
+    static func notes(context c: Int, save i: Int) -> Int { CrashModel.notes(context: c, save: i) }
+    static func deletes(save i: Int) -> Int? { CrashModel.deletes(save: i) }
 
     /// Makes save `i` of context `c` and saves it; call on the context's queue.
     static func save(_ i: Int, of c: Int, in context: ManagedObjectContext) throws {

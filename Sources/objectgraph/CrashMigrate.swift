@@ -1,26 +1,7 @@
 import ArgumentParser
 import Foundation
 import ObjectGraphCore
-
-/// The model versions of the migration crash test. `Tests/ObjectGraphTests/Migration/MigrationCrashTests.swift`
-/// declares the same versions: change both together.
-enum MigrationCrashModel {
-    /// V1: Item(name, value).
-    static func v1() -> ManagedObjectModel {
-        ManagedObjectModel(entities: [EntityDescription(name: "Item", properties: [
-            .attribute("name", .string), .attribute("value", .integer64, defaultValue: Int64(0)),
-        ])])
-    }
-
-    /// V2: name renamed label, and a new attribute extra (default 7).
-    static func v2() -> ManagedObjectModel {
-        let label = PropertyDescription.attribute("label", .string)
-        label.renamingIdentifier = "name"
-        return ManagedObjectModel(entities: [EntityDescription(name: "Item", properties: [
-            label, .attribute("value", .integer64, defaultValue: Int64(0)), .attribute("extra", .integer32, defaultValue: Int32(7)),
-        ])])
-    }
-}
+import ObjectGraphCrashModels
 
 /// Migrates a store from ``MigrationCrashModel`` V1 to V2, saying `migrating` before and
 /// `migrated` after, so a test can kill it in between.

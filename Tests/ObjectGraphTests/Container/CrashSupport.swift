@@ -1,38 +1,12 @@
 import Foundation
 import Testing
 import ObjectGraph
+import ObjectGraphCrashModels
 @testable import ObjectGraphCore
 
-/// The crash tests' side of `objectgraph _crash` (Sources/objectgraph/Crash.swift): the same model
-/// and the same save schedule, and a check of a store against them.
+/// The crash tests' side of `objectgraph _crash`: the store a run of ``CrashModel``'s saves leaves,
+/// and a check of a store against it.
 enum CrashScenario {
-    /// The model of `CrashModel.make()` in the tool; change both together.
-    static func model() -> ManagedObjectModel {
-        ManagedObjectModel(entities: [
-            EntityDescription(name: "Folder", properties: [
-                .attribute("name", .string, isOptional: false),
-                .attribute("context", .integer64, defaultValue: Int64(0)),
-                .attribute("index", .integer64, defaultValue: Int64(0)),
-                .attribute("count", .integer64, defaultValue: Int64(0)),
-                .relationship("notes", destination: "Note", toMany: true, inverse: "folder", deleteRule: .cascade),
-            ]),
-            EntityDescription(name: "Note", properties: [
-                .attribute("title", .string, isOptional: false, defaultValue: ""),
-                .attribute("rank", .integer64, defaultValue: Int64(0)),
-                .relationship("folder", destination: "Folder", toMany: false, inverse: "notes", deleteRule: .nullify),
-            ]),
-            EntityDescription(name: "Tally", properties: [
-                .attribute("context", .integer64, defaultValue: Int64(0)),
-                .attribute("saves", .integer64, defaultValue: Int64(0)),
-                .attribute("folders", .integer64, defaultValue: Int64(0)),
-                .attribute("notes", .integer64, defaultValue: Int64(0)),
-            ]),
-        ])
-    }
-
-    /// `CrashSchedule.notes(context:save:)`: the notes of folder (c, i).
-    static func notes(context c: Int, save i: Int) -> Int { 1 + (c * 7 + i * 3) % 6 }
-
     /// The folders of context `c` after its first `k` saves: save i inserts folder i and, when
     /// `i % 5 == 4`, deletes folder i - 4.
     static func folders(context c: Int, saves k: Int) -> Set<Int> {
@@ -49,7 +23,7 @@ enum CrashScenario {
     /// some number of whole saves per context (a save is never partly visible), and returns those
     /// numbers. Records an issue for every broken invariant.
     static func check(_ url: URL, deep: Bool = true, sourceLocation: SourceLocation = #_sourceLocation) throws -> State {
-        let coordinator = PersistentStoreCoordinator(managedObjectModel: model())
+        let coordinator = PersistentStoreCoordinator(managedObjectModel: CrashModel.make())
         let store = try coordinator.addPersistentStore(type: .sqlite, at: url)
         defer { try? coordinator.removePersistentStore(store) }
         let integrity = try (store.backend as! SQLiteStore).integrityCheck()
@@ -80,17 +54,17 @@ enum CrashScenario {
             #expect(Set(present.keys) == expected,
                     "context \(c) after \(k) saves: folders \(present.keys.sorted()) instead of \(expected.sorted())",
                     sourceLocation: sourceLocation)
-            let notes = expected.reduce(0) { $0 + Self.notes(context: c, save: $1) }
+            let notes = expected.reduce(0) { $0 + CrashModel.notes(context: c, save: $1) }
             #expect(tally.folders == expected.count && tally.notes == notes,
                     "context \(c): tally says \(tally.folders) folders and \(tally.notes) notes, the schedule \(expected.count) and \(notes)",
                     sourceLocation: sourceLocation)
             expectedNotes += notes
             for (i, folder) in present {
-                #expect(folder.value(forKey: "count") as? Int64 == Int64(Self.notes(context: c, save: i)), sourceLocation: sourceLocation)
+                #expect(folder.value(forKey: "count") as? Int64 == Int64(CrashModel.notes(context: c, save: i)), sourceLocation: sourceLocation)
                 if deep {
                     let notes = folder.value(forKey: "notes") as! Set<ManagedObject>
-                    #expect(notes.count == Self.notes(context: c, save: i),
-                            "folder \(c).\(i) has \(notes.count) notes, its count says \(Self.notes(context: c, save: i))",
+                    #expect(notes.count == CrashModel.notes(context: c, save: i),
+                            "folder \(c).\(i) has \(notes.count) notes, its count says \(CrashModel.notes(context: c, save: i))",
                             sourceLocation: sourceLocation)
                 }
             }

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import ObjectGraph
+import ObjectGraphCrashModels
 @testable import ObjectGraphCore
 
 /// Child processes save from background contexts and exit, are killed, or are stopped with
@@ -162,12 +163,12 @@ struct CrashCheckTests {
     @Test("The store check catches a save that is only partly there")
     func checkCatchesPartialSaves() throws {
         let url = directory.file("partial.sqlite")
-        let coordinator = PersistentStoreCoordinator(managedObjectModel: CrashScenario.model())
+        let coordinator = PersistentStoreCoordinator(managedObjectModel: CrashModel.make())
         let store = try coordinator.addPersistentStore(type: .sqlite, at: url)
         let context = ManagedObjectContext(concurrencyType: .confinement)
         context.persistentStoreCoordinator = coordinator
         // Save 0 of context 0, written as if its last note had not made it.
-        let count = CrashScenario.notes(context: 0, save: 0)
+        let count = CrashModel.notes(context: 0, save: 0)
         let folder = context.insert("Folder", ["name": "0.0", "context": 0, "index": 0, "count": count])
         for j in 0..<(count - 1) { _ = context.insert("Note", ["title": "0.0.\(j)", "rank": j, "folder": folder]) }
         _ = context.insert("Tally", ["context": 0, "saves": 1, "folders": 1, "notes": count])

@@ -2,6 +2,7 @@ import Foundation
 import GRDB
 import Testing
 import ObjectGraph
+import ObjectGraphCrashModels
 @testable import ObjectGraphCore
 
 /// Collects what a coordinator posts as `.persistentStoreRemoteChange`.
@@ -123,7 +124,7 @@ struct RemoteChangeTests {
     }
 
     @Test func aChildProcesssCommitsReachThisProcessAndMergeAutomatically() throws {
-        let stack = try HistoryStack(model: CrashScenario.model(), remoteChanges: true, merging: true)
+        let stack = try HistoryStack(model: CrashModel.make(), remoteChanges: true, merging: true)
         let recorder = RemoteChangeRecorder(stack.coordinator)
         let view = ManagedObjectContext(concurrencyType: .privateQueue)
         view.persistentStoreCoordinator = stack.coordinator

@@ -2,31 +2,17 @@ import Foundation
 import GRDB
 import Testing
 import ObjectGraph
+import ObjectGraphCrashModels
 @testable import ObjectGraphCore
 
 /// A migration killed with SIGKILL at any point leaves the store either as it was or fully
 /// migrated: never half, and always openable.
 @Suite("Migration crash", .serialized)
 struct MigrationCrashTests {
-    /// `MigrationCrashModel` of the tool (Sources/objectgraph/CrashMigrate.swift); change both together.
-    static func v1() -> ManagedObjectModel {
-        ManagedObjectModel(entities: [EntityDescription(name: "Item", properties: [
-            .attribute("name", .string), .attribute("value", .integer64, defaultValue: Int64(0)),
-        ])])
-    }
-
-    static func v2() -> ManagedObjectModel {
-        let label = PropertyDescription.attribute("label", .string)
-        label.renamingIdentifier = "name"
-        return ManagedObjectModel(entities: [EntityDescription(name: "Item", properties: [
-            label, .attribute("value", .integer64, defaultValue: Int64(0)), .attribute("extra", .integer32, defaultValue: Int32(7)),
-        ])])
-    }
-
     static let rows = 200_000
 
     static func seed(_ url: URL) throws {
-        try Migrating.with(v1(), .sqlite, at: url) { (context: ManagedObjectContext) throws in
+        try Migrating.with(MigrationCrashModel.v1(), .sqlite, at: url) { (context: ManagedObjectContext) throws in
             var next = 0
             let insert = BatchInsertRequest(entityName: "Item", dictionaryHandler: { (row: inout [String: any Sendable]) -> Bool in
                 if next == rows { return true }
@@ -44,7 +30,7 @@ struct MigrationCrashTests {
         #expect(integrity == "ok")
         do {
             var sum: Int64 = 0
-            try Migrating.with(v1(), .sqlite, at: url) { (context: ManagedObjectContext) throws in
+            try Migrating.with(MigrationCrashModel.v1(), .sqlite, at: url) { (context: ManagedObjectContext) throws in
                 let request = FetchRequest<[String: Any]>(entityName: "Item")
                 request.propertiesToFetch = ["value"]
                 let values = try context.fetch(request)
@@ -57,7 +43,7 @@ struct MigrationCrashTests {
             #expect(sum == Int64(rows) * Int64(rows - 1) / 2)
             return "v1"
         } catch ObjectGraphError.incompatibleModel {
-            try Migrating.with(v2(), .sqlite, at: url) { (context: ManagedObjectContext) throws in
+            try Migrating.with(MigrationCrashModel.v2(), .sqlite, at: url) { (context: ManagedObjectContext) throws in
                 #expect(try context.count(for: FetchRequest<ManagedObject>(entityName: "Item")) == rows)
                 let request = FetchRequest<ManagedObject>(entityName: "Item")
                 request.predicate = FetchPredicate(format: "label == %@ AND extra == 7", "item 4242")

@@ -1,7 +1,6 @@
 import Foundation
 import GRDB
-
-// MARK: - Test support
+@testable import ObjectGraphCore
 
 /// An in-memory SQLite database with a model's schema and ``SQLiteFunctions`` registered, so
 /// tests can run generated SQL without importing GRDB.
