@@ -10,14 +10,13 @@ struct Verify: ToolCommand {
         abstract: "Check a Core Data SQLite store: integrity, versions, entity numbers, Z_MAX, to-ones and join tables.",
         discussion: "Reads only. Exits with 1 when anything is wrong. Without --model, the model cached in the store (Z_MODELCACHE) is used.")
 
-    @Argument(help: "The store's .sqlite file.") var store: String
+    @OptionGroup var file: StoreFileOptions
     @Option(help: "The model: an .xcdatamodeld, .xcdatamodel, .momd or .mom.") var model: String?
-    @Flag(help: "Print the result as JSON.") var json = false
 
     func execute() throws {
-        let url = URL(fileURLWithPath: store)
+        let url = file.url
         let loaded = try model.map { try ManagedObjectModel(contentsOf: URL(fileURLWithPath: $0)) } ?? ManagedObjectModel(contentsOfStoreAt: url)
-        let result = try report(json: json, progress: "checking") { progress in
+        let result = try report(json: file.json, progress: "checking") { progress in
             try StoreTools.verify(at: url, model: loaded, progress: progress)
         } text: { result in
             print("Integrity: \(result.integrity)")
@@ -39,12 +38,11 @@ struct Vacuum: ToolCommand {
         abstract: "Rebuild an SQLite store without its free pages (SQLite's VACUUM), after checkpointing its write-ahead log.",
         discussion: "Takes the store's write lock for as long as it runs: run it while no program writes the store.")
 
-    @Argument(help: "The store's .sqlite file.") var store: String
-    @Flag(help: "Print the result as JSON.") var json = false
+    @OptionGroup var file: StoreFileOptions
 
     func execute() throws {
-        let url = URL(fileURLWithPath: store)
-        try report(json: json, progress: "vacuuming") { progress in
+        let url = file.url
+        try report(json: file.json, progress: "vacuuming") { progress in
             try StoreTools.vacuum(at: url, progress: progress)
         } text: { result in
             print("Vacuumed \(url.path): \(result.bytesBefore) bytes → \(result.bytesAfter) bytes (database and write-ahead log)")
@@ -58,12 +56,11 @@ struct Checkpoint: ToolCommand {
         abstract: "Move an SQLite store's write-ahead log into the database and truncate the log (wal_checkpoint(TRUNCATE)).",
         discussion: "Exits with 1 when a reader or writer of another program kept part of the log (busy).")
 
-    @Argument(help: "The store's .sqlite file.") var store: String
-    @Flag(help: "Print the result as JSON.") var json = false
+    @OptionGroup var file: StoreFileOptions
 
     func execute() throws {
-        let url = URL(fileURLWithPath: store)
-        let result = try report(json: json, progress: "checkpointing") { progress in
+        let url = file.url
+        let result = try report(json: file.json, progress: "checkpointing") { progress in
             progress(0, 1)
             let result = try StoreTools.checkpoint(at: url)
             progress(1, 1)
@@ -73,6 +70,14 @@ struct Checkpoint: ToolCommand {
         }
         if result.busy { throw ExitCode(1) }
     }
+}
+
+/// The store file a maintenance command works on, and how it prints its result.
+struct StoreFileOptions: ParsableArguments {
+    @Argument(help: "The store's .sqlite file.") var store: String
+    @Flag(help: "Print the result as JSON.") var json = false
+
+    var url: URL { URL(fileURLWithPath: store) }
 }
 
 extension ToolCommand {

@@ -14,16 +14,18 @@ struct PostgresSaveSession: RelationalSession {
         try store.allocate(session, root: root, count: count)
     }
 
-    private func parameters(_ arguments: [SQLArgument]) throws -> [PostgresValue] {
-        try arguments.map { try $0.value.postgresParameter(for: $0.property, entity: $0.entity) }
+    private func parameters(_ arguments: [SQLArgument], entity: EntityDescription?) throws -> [PostgresValue] {
+        try arguments.map { argument in
+            try argument.value.postgresParameter(for: argument.property.flatMap { entity?.properties[$0] }, entity: entity)
+        }
     }
 
-    func execute(_ sql: String, _ arguments: [SQLArgument]) throws {
-        try session.execute(sql, try parameters(arguments))
+    func execute(_ sql: String, _ arguments: [SQLArgument], entity: EntityDescription?) throws {
+        try session.execute(sql, try parameters(arguments, entity: entity))
     }
 
-    func integerPairs(_ sql: String, _ arguments: [SQLArgument]) throws -> [(Int64, Int64?)] {
-        try session.query(sql, try parameters(arguments)).compactMap { row in
+    func integerPairs(_ sql: String, _ arguments: [SQLArgument], entity: EntityDescription?) throws -> [(Int64, Int64?)] {
+        try session.query(sql, try parameters(arguments, entity: entity)).compactMap { row in
             guard let first = row.first?.integer else { return nil }
             return (first, row.count > 1 ? row[1].integer : nil)
         }
@@ -32,8 +34,8 @@ struct PostgresSaveSession: RelationalSession {
     /// For an entity with uniqueness constraints the statement runs in a savepoint: a unique index
     /// that refuses the row is reported as the save's own check reports it, not as the server's
     /// error, which would end the transaction.
-    func write(_ sql: String, _ arguments: [SQLArgument], constrained: Bool, reportRefusal: () throws -> Void) throws -> Int64? {
-        let parameters = try parameters(arguments)
+    func write(_ sql: String, _ arguments: [SQLArgument], entity: EntityDescription, constrained: Bool, reportRefusal: () throws -> Void) throws -> Int64? {
+        let parameters = try parameters(arguments, entity: entity)
         guard constrained else { return try session.query(sql, parameters).first?.first?.integer }
         try session.execute("SAVEPOINT og_unique", [])
         do {

@@ -1,18 +1,15 @@
 import Foundation
 
-/// A parameter of a statement: a value, and the property whose column it is bound to (nil for
-/// keys, entity numbers, versions and positions), which a store needs to convert it and to name it
-/// in an error.
+/// A parameter of a statement: a value, and the index of the property whose column it is bound
+/// to in the statement's entity (nil for keys, entity numbers, versions and positions), which a
+/// store needs to convert it and to name it in an error.
 struct SQLArgument {
     var value: Value
-    var property: PropertyDescription?
-    /// The entity of the object the value belongs to (it may inherit `property`).
-    var entity: EntityDescription?
+    var property: Int?
 
-    init(_ value: Value, property: PropertyDescription? = nil, entity: EntityDescription? = nil) {
+    init(_ value: Value, property: Int? = nil) {
         self.value = value
         self.property = property
-        self.entity = entity
     }
 
     static func key(_ key: Int64) -> SQLArgument { SQLArgument(.int(key)) }
@@ -31,19 +28,19 @@ protocol RelationalSession {
     /// Reserves `count` consecutive keys in `root`'s table, locked to this transaction; returns the first.
     func allocateKeys(root: EntityDescription, count: Int) throws -> Int64
 
-    /// Runs a statement that returns no rows.
-    func execute(_ sql: String, _ arguments: [SQLArgument]) throws
+    /// Runs a statement that returns no rows; `entity` is that of the arguments' properties.
+    func execute(_ sql: String, _ arguments: [SQLArgument], entity: EntityDescription?) throws
 
     /// Runs a query and returns the first two columns of its rows as integers (keys, versions,
     /// entity numbers); a NULL second column reads as nil.
-    func integerPairs(_ sql: String, _ arguments: [SQLArgument]) throws -> [(Int64, Int64?)]
+    func integerPairs(_ sql: String, _ arguments: [SQLArgument], entity: EntityDescription?) throws -> [(Int64, Int64?)]
 
     /// Runs an object's INSERT or UPDATE and returns the first column of the row it returns, if
     /// any (an update's new version, where the dialect returns it). When a unique index refuses the
     /// row, `reportRefusal` runs (it throws the save's own constraint conflict, naming the other
     /// object), and otherwise the refusal is thrown; `constrained` says whether the object's entity
     /// has uniqueness constraints at all.
-    func write(_ sql: String, _ arguments: [SQLArgument], constrained: Bool, reportRefusal: () throws -> Void) throws -> Int64?
+    func write(_ sql: String, _ arguments: [SQLArgument], entity: EntityDescription, constrained: Bool, reportRefusal: () throws -> Void) throws -> Int64?
 
     /// The rows of `ids`, as snapshots (missing rows are absent).
     func snapshots(_ ids: [ManagedObjectID]) throws -> [ManagedObjectID: Snapshot]
@@ -58,4 +55,11 @@ protocol RelationalSession {
 
     /// Counts `n` statements in the store's statistics.
     func count(_ n: Int)
+}
+
+extension RelationalSession {
+    /// Runs a statement whose arguments are keys and numbers only.
+    func execute(_ sql: String, _ arguments: [SQLArgument]) throws {
+        try execute(sql, arguments, entity: nil)
+    }
 }

@@ -8,6 +8,8 @@ extension SavePlan {
         let session: Session
         let store: PersistentStore
         var result = StoreSaveResult()
+        /// The arguments of the last insert, kept for their storage (one buffer for every row).
+        private var scratch: [SQLArgument] = []
         /// The versions step 2 read, by root entity code and key.
         private var versions: [Int: [Int64: Int64]] = [:]
         private let dialect: SQLDialect
@@ -25,13 +27,13 @@ extension SavePlan {
             switch step {
             case .allocateKeys(let root, let ids): try allocateKeys(root: root, ids: ids)
             case .checkVersions(let table, let rows): try checkVersions(table: table, rows: rows)
-            case .delete(let object, let key, let table): try delete(object, key: key, table: table)
-            case .releaseUniqueValues(let object, let key, let columns): try releaseUniqueValues(object, key: key, columns: columns)
-            case .insert(let object, let layout, let table): try insert(object, layout: layout, table: table)
-            case .update(let object, let key, let table): try update(object, key: key, table: table)
-            case .removePair(let change): try removePair(change)
-            case .addPair(let change): try addPair(change)
-            case .order(let ordering): try order(ordering)
+            case .delete(let i, let key, let table): try delete(plan.request.deleted[i], key: key, table: table)
+            case .releaseUniqueValues(let i, let key, let columns): try releaseUniqueValues(plan.request.updated[i], key: key, columns: columns)
+            case .insert(let i, let layout, let table): try insert(plan.request.inserted[i], layout: layout, table: table)
+            case .update(let i, let key, let table): try update(plan.request.updated[i], key: key, table: table)
+            case .removePair(let i): try removePair(plan.request.joinDeletes[i])
+            case .addPair(let i): try addPair(plan.request.joinInserts[i])
+            case .order(let i): try order(plan.request.orderings[i])
             case .checkUniqueness: try checkUniqueness(plan.request)
             }
         }
@@ -65,7 +67,7 @@ extension SavePlan {
                 let chunk = keys[start..<min(start + SavePlan.chunkSize, keys.count)]
                 session.count(1)
                 let sql = "SELECT \(k("Z_PK")), \(k("Z_OPT")) FROM \(table.table) WHERE \(k("Z_PK")) IN (\(dialect.placeholders(chunk.count)))\(dialect.versionLock)"
-                for (key, version) in try session.integerPairs(sql, chunk.map(SQLArgument.key)) { read[key] = version ?? 0 }
+                for (key, version) in try session.integerPairs(sql, chunk.map(SQLArgument.key), entity: nil) { read[key] = version ?? 0 }
             }
             versions[table.root.entityCode] = read
             var conflicts: [VersionConflict] = []
@@ -84,16 +86,16 @@ extension SavePlan {
         private func delete(_ object: SavedObject, key: Int64, table: TableLayout) throws {
             try session.willOverwrite(object, deleting: true, in: table, key: key)
             session.count(1)
-            try session.execute("DELETE FROM \(table.table) WHERE \(k("Z_PK")) = \(dialect.placeholder(1))", [.key(key)])
+            try session.execute("DELETE FROM \(table.table) WHERE \(k("Z_PK")) = \(dialect.placeholder(1))", [.key(key)], entity: nil)
             for relationship in object.entity.relationships where relationship.usesJoinTable {
                 session.count(1)
                 switch schema.storage(forToMany: relationship) {
                 case .joinTable(let name, let sourceColumn, _, _, _):
-                    try session.execute("DELETE FROM \(session.table(name)) WHERE \(CoreDataLayout.quote(sourceColumn)) = \(dialect.placeholder(1))", [.key(key)])
+                    try session.execute("DELETE FROM \(session.table(name)) WHERE \(CoreDataLayout.quote(sourceColumn)) = \(dialect.placeholder(1))", [.key(key)], entity: nil)
                 case .foreignKey(let name, let column, _):
                     // A to-many without an inverse: its hidden foreign key in the destinations' rows.
                     let column = CoreDataLayout.quote(column)
-                    try session.execute("UPDATE \(session.table(name)) SET \(column) = NULL WHERE \(column) = \(dialect.placeholder(1))", [.key(key)])
+                    try session.execute("UPDATE \(session.table(name)) SET \(column) = NULL WHERE \(column) = \(dialect.placeholder(1))", [.key(key)], entity: nil)
                 }
             }
         }
@@ -102,7 +104,7 @@ extension SavePlan {
             guard let table = plan.tables[object.entity.rootEntity.entityCode] else { return }
             session.count(1)
             let assignments = columns.map { "\(CoreDataLayout.quote($0)) = NULL" }.joined(separator: ", ")
-            try session.execute("UPDATE \(table.table) SET \(assignments) WHERE \(k("Z_PK")) = \(dialect.placeholder(1))", [.key(key)])
+            try session.execute("UPDATE \(table.table) SET \(assignments) WHERE \(k("Z_PK")) = \(dialect.placeholder(1))", [.key(key)], entity: nil)
         }
 
         /// The arguments that write a to-one's destination: its key, and its entity number where
@@ -119,17 +121,22 @@ extension SavePlan {
         private mutating func insert(_ object: SavedObject, layout: TableLayout.EntityLayout, table: TableLayout) throws {
             let id = resolve(object.id)
             guard let key = id.primaryKey else { return }
-            var arguments: [SQLArgument] = [.key(key), SQLArgument(.int(Int64(schema.entityNumber(for: object.entity)))), SQLArgument(.int(1))]
-            arguments.reserveCapacity(layout.insertProperties.count + 4)
+            var arguments = scratch
+            scratch = []
+            defer { scratch = arguments }
+            arguments.removeAll(keepingCapacity: true)
+            arguments.append(.key(key))
+            arguments.append(SQLArgument(.int(Int64(schema.entityNumber(for: object.entity)))))
+            arguments.append(SQLArgument(.int(1)))
             var values = object.values
             for property in layout.insertProperties {
                 let value = resolve(values[property.index])
                 values[property.index] = value
-                arguments.append(SQLArgument(try session.columnValue(value, for: property), property: property, entity: object.entity))
+                arguments.append(SQLArgument(try session.columnValue(value, for: property), property: property.index))
                 if let relationship = property as? RelationshipDescription { appendToOne(value, relationship, to: &arguments) }
             }
             session.count(1)
-            _ = try session.write(layout.insertSQL, arguments, constrained: StoreUniqueness.isConstrained(object.entity)) {
+            _ = try session.write(layout.insertSQL, arguments, entity: object.entity, constrained: StoreUniqueness.isConstrained(object.entity)) {
                 try checkUniqueness(StoreSaveRequest(inserted: [object]))
             }
             for attribute in object.entity.attributes where attribute.isTransient { values[attribute.index] = .null }
@@ -147,7 +154,7 @@ extension SavePlan {
                 if let relationship = property as? RelationshipDescription, relationship.isToMany { continue }
                 let value = resolve(values[index])
                 values[index] = value
-                arguments.append(SQLArgument(try session.columnValue(value, for: property), property: property, entity: object.entity))
+                arguments.append(SQLArgument(try session.columnValue(value, for: property), property: property.index))
                 let cast = (property as? AttributeDescription).map(dialect.parameterCast) ?? ""
                 assignments.append("\(CoreDataLayout.quote(schema.columnName(for: property))) = \(dialect.placeholder(arguments.count))\(cast)")
                 if let relationship = property as? RelationshipDescription, let entityColumn = schema.entityColumnName(forToOne: relationship) {
@@ -160,7 +167,7 @@ extension SavePlan {
             session.count(1)
             var sql = "UPDATE \(table.table) SET \(assignments.joined(separator: ", ")) WHERE \(k("Z_PK")) = \(dialect.placeholder(arguments.count))"
             if dialect.returnsUpdatedVersion { sql += " RETURNING \(k("Z_OPT"))" }
-            let returned = try session.write(sql, arguments, constrained: StoreUniqueness.isConstrained(object.entity)) {
+            let returned = try session.write(sql, arguments, entity: object.entity, constrained: StoreUniqueness.isConstrained(object.entity)) {
                 try checkUniqueness(StoreSaveRequest(updated: [object]))
             }
             for attribute in object.entity.attributes where attribute.isTransient { values[attribute.index] = .null }
@@ -179,7 +186,7 @@ extension SavePlan {
                 try session.execute("""
                     DELETE FROM \(session.table(name)) WHERE \(CoreDataLayout.quote(sourceColumn)) = \(dialect.placeholder(1)) \
                     AND \(CoreDataLayout.quote(destinationColumn)) = \(dialect.placeholder(2))
-                    """, [.key(s), .key(d)])
+                    """, [.key(s), .key(d)], entity: nil)
             case .foreignKey(let name, let column, _):
                 let column = CoreDataLayout.quote(column)
                 try session.execute(
@@ -193,7 +200,7 @@ extension SavePlan {
             session.count(1)
             switch schema.storage(forToMany: change.relationship) {
             case .joinTable(let name, let sourceColumn, let destinationColumn, _, _):
-                try session.execute(dialect.insertIgnoringDuplicates(into: session.table(name), columns: [sourceColumn, destinationColumn]), [.key(s), .key(d)])
+                try session.execute(dialect.insertIgnoringDuplicates(into: session.table(name), columns: [sourceColumn, destinationColumn]), [.key(s), .key(d)], entity: nil)
             case .foreignKey(let name, let column, _):
                 try session.execute(
                     "UPDATE \(session.table(name)) SET \(CoreDataLayout.quote(column)) = \(dialect.placeholder(1)) WHERE \(k("Z_PK")) = \(dialect.placeholder(2))",
@@ -222,7 +229,7 @@ extension SavePlan {
             for (position, destination) in ordering.destinations.enumerated() {
                 guard let d = resolve(destination).primaryKey else { continue }
                 session.count(1)
-                try session.execute(sql, withSource ? [.key(Int64(position)), .key(s), .key(d)] : [.key(Int64(position)), .key(d)])
+                try session.execute(sql, withSource ? [.key(Int64(position)), .key(s), .key(d)] : [.key(Int64(position)), .key(d)], entity: nil)
             }
         }
 
@@ -237,7 +244,7 @@ extension SavePlan {
                 var conditions: [String] = []
                 // Bound as stored (a string with a NUL, a NaN), so a value matches the column holding it.
                 for (attribute, value) in zip(attributes, values) {
-                    arguments.append(SQLArgument(value, property: attribute, entity: entity))
+                    arguments.append(SQLArgument(value, property: attribute.index))
                     conditions.append("\(CoreDataLayout.quote(schema.columnName(for: attribute))) = \(dialect.placeholder(arguments.count))\(dialect.parameterCast(attribute))")
                 }
                 arguments.append(.key(excluding))
@@ -246,7 +253,7 @@ extension SavePlan {
                     SELECT \(k("Z_PK")), \(k("Z_ENT")) FROM \(table.table) WHERE \(k("Z_ENT")) IN (\(codes)) \
                     AND \(conditions.joined(separator: " AND ")) AND \(k("Z_PK")) <> \(dialect.placeholder(arguments.count)) LIMIT 1
                     """
-                guard let row = try session.integerPairs(sql, arguments).first else { return nil }
+                guard let row = try session.integerPairs(sql, arguments, entity: entity).first else { return nil }
                 return (row.0, Int(row.1 ?? -1))
             }
         }

@@ -3,8 +3,9 @@ import Foundation
 /// Precomputed SQL and column positions for one root entity's table of a relational store: what a
 /// fetch selects, how a selected row becomes a snapshot of its concrete entity, and how each
 /// entity's rows are inserted, in the store's dialect. Each store reads rows its own way
-/// (`TableLayout+SQLite`, `TableLayout+Postgres`).
-struct TableLayout: Sendable {
+/// (`TableLayout+SQLite`, `TableLayout+Postgres`). A class: the save and the reads pass it around
+/// per object, and it never changes once made.
+final class TableLayout: Sendable {
     /// How one selected column fills a snapshot.
     enum Reader: Sendable {
         case attribute(index: Int, type: AttributeType)
@@ -15,7 +16,7 @@ struct TableLayout: Sendable {
     }
 
     /// What one concrete entity reads and writes.
-    struct EntityLayout: Sendable {
+    final class EntityLayout: Sendable {
         let entity: EntityDescription
         /// (column position in the select list, reader), for the entity's stored properties.
         let readers: [(Int, Reader)]
@@ -24,6 +25,13 @@ struct TableLayout: Sendable {
         /// `INSERT INTO … VALUES (…)`: the key, the entity number, the version, then each insert
         /// property's value (and a to-one's entity number, where the layout keeps one).
         let insertSQL: String
+
+        init(entity: EntityDescription, readers: [(Int, Reader)], insertProperties: [PropertyDescription], insertSQL: String) {
+            self.entity = entity
+            self.readers = readers
+            self.insertProperties = insertProperties
+            self.insertSQL = insertSQL
+        }
     }
 
     let root: EntityDescription

@@ -27,11 +27,11 @@ struct SQLiteSaveSession: RelationalSession {
         return statement
     }
 
-    func execute(_ sql: String, _ arguments: [SQLArgument]) throws {
+    func execute(_ sql: String, _ arguments: [SQLArgument], entity: EntityDescription?) throws {
         try store.step(try prepared(sql, arguments), db)
     }
 
-    func integerPairs(_ sql: String, _ arguments: [SQLArgument]) throws -> [(Int64, Int64?)] {
+    func integerPairs(_ sql: String, _ arguments: [SQLArgument], entity: EntityDescription?) throws -> [(Int64, Int64?)] {
         let statement = try prepared(sql, arguments)
         defer { sqlite3_reset(statement) }
         var rows: [(Int64, Int64?)] = []
@@ -48,7 +48,7 @@ struct SQLiteSaveSession: RelationalSession {
 
     /// A store Core Data wrote enforces its uniqueness constraints with UNIQUE indexes, which refuse
     /// a row before the save's own check runs: the refusal is reported as that check reports it.
-    func write(_ sql: String, _ arguments: [SQLArgument], constrained: Bool, reportRefusal: () throws -> Void) throws -> Int64? {
+    func write(_ sql: String, _ arguments: [SQLArgument], entity: EntityDescription, constrained: Bool, reportRefusal: () throws -> Void) throws -> Int64? {
         do {
             try store.step(try prepared(sql, arguments), db)
         } catch let error as DatabaseError where error.resultCode.primaryResultCode == .SQLITE_CONSTRAINT {
