@@ -27,13 +27,26 @@ extension SavePlan {
             switch step {
             case .allocateKeys(let root, let ids): try allocateKeys(root: root, ids: ids)
             case .checkVersions(let table, let rows): try checkVersions(table: table, rows: rows)
-            case .delete(let i, let key, let table): try delete(plan.request.deleted[i], key: key, table: table)
-            case .releaseUniqueValues(let i, let key, let columns): try releaseUniqueValues(plan.request.updated[i], key: key, columns: columns)
-            case .insert(let i, let layout, let table): try insert(plan.request.inserted[i], layout: layout, table: table)
-            case .update(let i, let key, let table): try update(plan.request.updated[i], key: key, table: table)
-            case .removePair(let i): try removePair(plan.request.joinDeletes[i])
-            case .addPair(let i): try addPair(plan.request.joinInserts[i])
-            case .order(let i): try order(plan.request.orderings[i])
+            case .deleteRows:
+                for object in plan.request.deleted {
+                    guard let key = object.id.primaryKey, let table = plan.tables[object.entity.rootEntity.entityCode] else { continue }
+                    try delete(object, key: key, table: table)
+                }
+            case .releaseUniqueValues(let object, let key, let columns): try releaseUniqueValues(object, key: key, columns: columns)
+            case .insertRows:
+                for object in plan.request.inserted {
+                    guard let table = plan.tables[object.entity.rootEntity.entityCode],
+                          let layout = table.entities[schema.entityNumber(for: object.entity)] else { continue }
+                    try insert(object, layout: layout, table: table)
+                }
+            case .updateRows:
+                for object in plan.request.updated {
+                    guard let key = object.id.primaryKey, let table = plan.tables[object.entity.rootEntity.entityCode] else { continue }
+                    try update(object, key: key, table: table)
+                }
+            case .removePairs: for change in plan.request.joinDeletes { try removePair(change) }
+            case .addPairs: for change in plan.request.joinInserts { try addPair(change) }
+            case .writeOrders: for ordering in plan.request.orderings { try order(ordering) }
             case .checkUniqueness: try checkUniqueness(plan.request)
             }
         }

@@ -19,18 +19,18 @@ import Foundation
 /// What the stores add after the steps is their own record of the save: SQLite's persistent
 /// history, PostgreSQL's change log.
 struct SavePlan {
-    /// A step; objects are named by their position in the request's lists (a plan of a large
-    /// save costs a word or two an object).
+    /// A step. The rows of deletes, inserts and updates are the request's lists, written in
+    /// order: a plan costs the same for one object as for a million.
     enum Step {
         case allocateKeys(root: EntityDescription, ids: [ManagedObjectID])
         case checkVersions(table: TableLayout, rows: [(key: Int64, object: SavedObject)])
-        case delete(deleted: Int, key: Int64, table: TableLayout)
-        case releaseUniqueValues(updated: Int, key: Int64, columns: [String])
-        case insert(inserted: Int, layout: TableLayout.EntityLayout, table: TableLayout)
-        case update(updated: Int, key: Int64, table: TableLayout)
-        case removePair(joinDelete: Int)
-        case addPair(joinInsert: Int)
-        case order(ordering: Int)
+        case deleteRows
+        case releaseUniqueValues(SavedObject, key: Int64, columns: [String])
+        case insertRows
+        case updateRows
+        case removePairs
+        case addPairs
+        case writeOrders
         case checkUniqueness
     }
 
@@ -52,12 +52,17 @@ struct SavePlan {
         self.schema = schema
         self.tables = tables
         var steps: [Step] = []
-        steps.reserveCapacity(request.inserted.count + request.updated.count + request.deleted.count + 8)
         Self.planKeysAndVersions(request, schema: schema, tables: tables, into: &steps)
-        Self.planRows(request, schema: schema, tables: tables, into: &steps)
-        steps += request.joinDeletes.indices.map { Step.removePair(joinDelete: $0) }
-        steps += request.joinInserts.indices.map { Step.addPair(joinInsert: $0) }
-        steps += request.orderings.indices.map { Step.order(ordering: $0) }
+        if !request.deleted.isEmpty { steps.append(.deleteRows) }
+        for (object, attributes) in StoreUniqueness.valuesToRelease(in: request) {
+            guard let key = object.id.primaryKey else { continue }
+            steps.append(.releaseUniqueValues(object, key: key, columns: Set(attributes.map { schema.columnName(for: $0) }).sorted()))
+        }
+        if !request.inserted.isEmpty { steps.append(.insertRows) }
+        if !request.updated.isEmpty { steps.append(.updateRows) }
+        if !request.joinDeletes.isEmpty { steps.append(.removePairs) }
+        if !request.joinInserts.isEmpty { steps.append(.addPairs) }
+        if !request.orderings.isEmpty { steps.append(.writeOrders) }
         steps.append(.checkUniqueness)
         self.steps = steps
     }
@@ -79,30 +84,6 @@ struct SavePlan {
         for rootCode in checks.keys.sorted() {
             guard let table = tables[rootCode] else { continue }
             steps.append(.checkVersions(table: table, rows: checks[rootCode]!))
-        }
-    }
-
-    /// Steps 3 to 6: deletes, released unique values, inserts and updates.
-    private static func planRows(_ request: StoreSaveRequest, schema: CoreDataLayout, tables: [Int: TableLayout], into steps: inout [Step]) {
-        for (i, object) in request.deleted.enumerated() {
-            guard let key = object.id.primaryKey, let table = tables[object.entity.rootEntity.entityCode] else { continue }
-            steps.append(.delete(deleted: i, key: key, table: table))
-        }
-        let releases = StoreUniqueness.valuesToRelease(in: request)
-        let updatedIndex = releases.isEmpty
-            ? [:] : Dictionary(request.updated.indices.map { (request.updated[$0].id, $0) }, uniquingKeysWith: { first, _ in first })
-        for (object, attributes) in releases {
-            guard let key = object.id.primaryKey, let i = updatedIndex[object.id] else { continue }
-            steps.append(.releaseUniqueValues(updated: i, key: key, columns: Set(attributes.map { schema.columnName(for: $0) }).sorted()))
-        }
-        for (i, object) in request.inserted.enumerated() {
-            guard let table = tables[object.entity.rootEntity.entityCode],
-                  let layout = table.entities[schema.entityNumber(for: object.entity)] else { continue }
-            steps.append(.insert(inserted: i, layout: layout, table: table))
-        }
-        for (i, object) in request.updated.enumerated() {
-            guard let key = object.id.primaryKey, let table = tables[object.entity.rootEntity.entityCode] else { continue }
-            steps.append(.update(updated: i, key: key, table: table))
         }
     }
 
