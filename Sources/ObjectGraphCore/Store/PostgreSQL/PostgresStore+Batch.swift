@@ -156,11 +156,11 @@ extension PostgresStore {
                 let keys = gone.sorted()
                 let column = CoreDataLayout.quote(schema.columnName(for: relationship))
                 let codes = entity.selfAndDescendants.map { String(schema.entityNumber(for: $0)) }.joined(separator: ",")
-                for start in stride(from: 0, to: keys.count, by: Self.chunkSize) {
-                    let chunk = keys[start..<min(start + Self.chunkSize, keys.count)]
+                for start in stride(from: 0, to: keys.count, by: TableLayout.keysPerStatement) {
+                    let chunk = keys[start..<min(start + TableLayout.keysPerStatement, keys.count)]
                     count()
                     let rows = try session.query(
-                        "SELECT \"Z_PK\", \"Z_ENT\" FROM \(table(for: entity)) WHERE \"Z_ENT\" IN (\(codes)) AND \(column) IN (\(Self.placeholders(chunk.count)))",
+                        "SELECT \"Z_PK\", \"Z_ENT\" FROM \(table(for: entity)) WHERE \"Z_ENT\" IN (\(codes)) AND \(column) IN (\(SQLDialect.postgres.placeholders(chunk.count)))",
                         chunk.map { .int($0) })
                     for row in rows {
                         guard let pk = row[0].integer, let concrete = row[1].integer.flatMap({ schema.entity(forNumber: Int($0)) }),
@@ -183,11 +183,11 @@ extension PostgresStore {
                 guard let destination = relationship.destinationEntity, let gone = deletedKeys[destination.rootEntity.entityCode],
                       case .joinTable(let name, _, let destinationColumn, _, _) = schema.storage(forToMany: relationship) else { continue }
                 let keys = gone.sorted()
-                for start in stride(from: 0, to: keys.count, by: Self.chunkSize) {
-                    let chunk = keys[start..<min(start + Self.chunkSize, keys.count)]
+                for start in stride(from: 0, to: keys.count, by: TableLayout.keysPerStatement) {
+                    let chunk = keys[start..<min(start + TableLayout.keysPerStatement, keys.count)]
                     count()
                     try session.execute(
-                        "DELETE FROM \(table(name)) WHERE \(CoreDataLayout.quote(destinationColumn)) IN (\(Self.placeholders(chunk.count)))", chunk.map { .int($0) })
+                        "DELETE FROM \(table(name)) WHERE \(CoreDataLayout.quote(destinationColumn)) IN (\(SQLDialect.postgres.placeholders(chunk.count)))", chunk.map { .int($0) })
                 }
             }
         }

@@ -116,7 +116,7 @@ extension PostgresStore {
     func readSnapshots(_ ids: [ManagedObjectID], store: PersistentStore, session: any PostgresSession) throws -> [ManagedObjectID: Snapshot] {
         var result: [ManagedObjectID: Snapshot] = [:]
         result.reserveCapacity(ids.count)
-        for (layout, chunk) in TableLayout.chunks(of: ids, in: layouts, size: Self.chunkSize) {
+        for (layout, chunk) in TableLayout.chunks(of: ids, in: layouts, size: TableLayout.keysPerStatement) {
             count()
             for row in try session.query(layout.rowsQuery(count: chunk.count, dialect: .postgres), chunk.map { .int($0) }) {
                 if let storeRow = layout.read(row, store: store), let snapshot = storeRow.snapshot { result[storeRow.id] = snapshot }
@@ -143,8 +143,8 @@ extension PostgresStore {
         let keys = Array(bySource.keys).sorted()
         var result: [ManagedObjectID: [ManagedObjectID]] = [:]
         for id in sources { result[id] = [] }
-        for start in stride(from: 0, to: keys.count, by: Self.chunkSize) {
-            let chunk = Array(keys[start..<min(start + Self.chunkSize, keys.count)])
+        for start in stride(from: 0, to: keys.count, by: TableLayout.keysPerStatement) {
+            let chunk = Array(keys[start..<min(start + TableLayout.keysPerStatement, keys.count)])
             guard let sql = schema.destinationsQuery(of: relationship, count: chunk.count, dialect: .postgres, table: table) else { break }
             count()
             for row in try session.query(sql, chunk.map { .int($0) }) {

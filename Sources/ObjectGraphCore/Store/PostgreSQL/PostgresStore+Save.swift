@@ -38,11 +38,4 @@ extension PostgresStore {
         }
         return (result, txid)
     }
-
-    static let chunkSize = 500
-
-    /// `$1, $2, …, $n` (after `offset` earlier parameters).
-    static func placeholders(_ n: Int, after offset: Int = 0) -> String {
-        (1...max(n, 1)).map { "$\($0 + offset)" }.joined(separator: ", ")
-    }
 }

@@ -76,8 +76,8 @@ extension SavePlan {
         private mutating func checkVersions(table: TableLayout, rows: [(key: Int64, object: SavedObject)]) throws {
             let keys = Array(Set(rows.map(\.key))).sorted()
             var read: [Int64: Int64] = [:]
-            for start in stride(from: 0, to: keys.count, by: SavePlan.chunkSize) {
-                let chunk = keys[start..<min(start + SavePlan.chunkSize, keys.count)]
+            for start in stride(from: 0, to: keys.count, by: TableLayout.keysPerStatement) {
+                let chunk = keys[start..<min(start + TableLayout.keysPerStatement, keys.count)]
                 session.count(1)
                 let sql = "SELECT \(k("Z_PK")), \(k("Z_OPT")) FROM \(table.table) WHERE \(k("Z_PK")) IN (\(dialect.placeholders(chunk.count)))\(dialect.versionLock)"
                 for (key, version) in try session.integerPairs(sql, chunk.map(SQLArgument.key), entity: nil) { read[key] = version ?? 0 }
@@ -99,16 +99,16 @@ extension SavePlan {
         private func delete(_ object: SavedObject, key: Int64, table: TableLayout) throws {
             try session.willOverwrite(object, deleting: true, in: table, key: key)
             session.count(1)
-            try session.execute("DELETE FROM \(table.table) WHERE \(k("Z_PK")) = \(dialect.placeholder(1))", [.key(key)], entity: nil)
+            try session.execute("DELETE FROM \(table.table) WHERE \(k("Z_PK")) = \(dialect.placeholder(1))", [.key(key)])
             for relationship in object.entity.relationships where relationship.usesJoinTable {
                 session.count(1)
                 switch schema.storage(forToMany: relationship) {
                 case .joinTable(let name, let sourceColumn, _, _, _):
-                    try session.execute("DELETE FROM \(session.table(name)) WHERE \(CoreDataLayout.quote(sourceColumn)) = \(dialect.placeholder(1))", [.key(key)], entity: nil)
+                    try session.execute("DELETE FROM \(session.table(name)) WHERE \(CoreDataLayout.quote(sourceColumn)) = \(dialect.placeholder(1))", [.key(key)])
                 case .foreignKey(let name, let column, _):
                     // A to-many without an inverse: its hidden foreign key in the destinations' rows.
                     let column = CoreDataLayout.quote(column)
-                    try session.execute("UPDATE \(session.table(name)) SET \(column) = NULL WHERE \(column) = \(dialect.placeholder(1))", [.key(key)], entity: nil)
+                    try session.execute("UPDATE \(session.table(name)) SET \(column) = NULL WHERE \(column) = \(dialect.placeholder(1))", [.key(key)])
                 }
             }
         }
@@ -117,7 +117,7 @@ extension SavePlan {
             guard let table = plan.tables[object.entity.rootEntity.entityCode] else { return }
             session.count(1)
             let assignments = columns.map { "\(CoreDataLayout.quote($0)) = NULL" }.joined(separator: ", ")
-            try session.execute("UPDATE \(table.table) SET \(assignments) WHERE \(k("Z_PK")) = \(dialect.placeholder(1))", [.key(key)], entity: nil)
+            try session.execute("UPDATE \(table.table) SET \(assignments) WHERE \(k("Z_PK")) = \(dialect.placeholder(1))", [.key(key)])
         }
 
         /// The arguments that write a to-one's destination: its key, and its entity number where
@@ -199,7 +199,7 @@ extension SavePlan {
                 try session.execute("""
                     DELETE FROM \(session.table(name)) WHERE \(CoreDataLayout.quote(sourceColumn)) = \(dialect.placeholder(1)) \
                     AND \(CoreDataLayout.quote(destinationColumn)) = \(dialect.placeholder(2))
-                    """, [.key(s), .key(d)], entity: nil)
+                    """, [.key(s), .key(d)])
             case .foreignKey(let name, let column, _):
                 let column = CoreDataLayout.quote(column)
                 try session.execute(
@@ -213,7 +213,7 @@ extension SavePlan {
             session.count(1)
             switch schema.storage(forToMany: change.relationship) {
             case .joinTable(let name, let sourceColumn, let destinationColumn, _, _):
-                try session.execute(dialect.insertIgnoringDuplicates(into: session.table(name), columns: [sourceColumn, destinationColumn]), [.key(s), .key(d)], entity: nil)
+                try session.execute(dialect.insertIgnoringDuplicates(into: session.table(name), columns: [sourceColumn, destinationColumn]), [.key(s), .key(d)])
             case .foreignKey(let name, let column, _):
                 try session.execute(
                     "UPDATE \(session.table(name)) SET \(CoreDataLayout.quote(column)) = \(dialect.placeholder(1)) WHERE \(k("Z_PK")) = \(dialect.placeholder(2))",
@@ -242,7 +242,7 @@ extension SavePlan {
             for (position, destination) in ordering.destinations.enumerated() {
                 guard let d = resolve(destination).primaryKey else { continue }
                 session.count(1)
-                try session.execute(sql, withSource ? [.key(Int64(position)), .key(s), .key(d)] : [.key(Int64(position)), .key(d)], entity: nil)
+                try session.execute(sql, withSource ? [.key(Int64(position)), .key(s), .key(d)] : [.key(Int64(position)), .key(d)])
             }
         }
 

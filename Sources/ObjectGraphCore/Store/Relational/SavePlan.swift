@@ -34,9 +34,6 @@ struct SavePlan {
         case checkUniqueness
     }
 
-    /// How many keys one statement names at most.
-    static let chunkSize = 500
-
     /// The request, its inserted objects in the order they were created (so that rows are
     /// appended to their table's B-tree).
     let request: StoreSaveRequest

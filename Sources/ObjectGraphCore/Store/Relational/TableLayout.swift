@@ -34,6 +34,10 @@ final class TableLayout: Sendable {
         }
     }
 
+    /// How many keys one statement of the relational stores names at most (within SQLite's and
+    /// PostgreSQL's limits on parameters, and small enough to keep a statement cached per size).
+    static let keysPerStatement = 500
+
     let root: EntityDescription
     /// The table's name, unquoted (`ZNOTE`).
     let tableName: String

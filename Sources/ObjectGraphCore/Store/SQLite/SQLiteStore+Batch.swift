@@ -236,7 +236,7 @@ extension SQLiteStore {
             try destinations(of: relationship, for: sources, store: store, db)
         }
         guard !all.isEmpty else { return StoreBatchResult(affected: initial) }
-        for (rootCode, keys) in keysByRoot(all) {
+        for (rootCode, keys) in TableLayout.keysByRoot(all) {
             let table = CoreDataLayout.quote(schema.tableName(for: model.entitiesByCode[rootCode]))
             try executeInChunks(keys, db) { "DELETE FROM \(table) WHERE Z_PK IN (\($0))" }
         }
@@ -285,7 +285,7 @@ extension SQLiteStore {
     /// (which get a new version and join `result.updated`).
     private func clearReferences(to all: [ManagedObjectID], result: StoreBatchResult, store: PersistentStore, _ db: Database) throws -> StoreBatchResult {
         var result = result
-        let keysByRoot = keysByRoot(all)
+        let keysByRoot = TableLayout.keysByRoot(all)
         guard !keysByRoot.isEmpty else { return result }
         for entity in model.entitiesByCode {
             for relationship in entity.declaredProperties.compactMap({ $0 as? RelationshipDescription }) {
@@ -388,10 +388,8 @@ extension SQLiteStore {
 
     /// Those of `ids` whose rows exist, with their concrete entities, in the order given.
     private func existingIDs(_ ids: [ManagedObjectID], store: PersistentStore, _ db: Database) throws -> [ManagedObjectID] {
-        var byRoot: [Int: [Int64]] = [:]
-        for id in ids { if let pk = id.primaryKey { byRoot[id.entity.rootEntity.entityCode, default: []].append(pk) } }
         var found: [ManagedObjectID: ManagedObjectID] = [:]
-        for (rootCode, keys) in byRoot {
+        for (rootCode, keys) in TableLayout.keysByRoot(ids) {
             let table = CoreDataLayout.quote(schema.tableName(for: model.entitiesByCode[rootCode]))
             try forEachChunk(keys) { chunk, marks in
                 count()
@@ -434,13 +432,6 @@ extension SQLiteStore {
         }
     }
 
-    /// The primary keys of IDs, by root entity code.
-    private func keysByRoot(_ ids: [ManagedObjectID]) -> [Int: [Int64]] {
-        var keys: [Int: [Int64]] = [:]
-        for id in ids { if let pk = id.primaryKey { keys[id.entity.rootEntity.entityCode, default: []].append(pk) } }
-        return keys
-    }
-
     /// Runs the statement `sql` makes of a chunk's `?, ?, …` on every chunk of keys; a statement
     /// is prepared once per connection and chunk size.
     private func executeInChunks(_ keys: [Int64], _ db: Database, _ sql: (String) -> String) throws {
@@ -455,10 +446,10 @@ extension SQLiteStore {
         return ManagedObjectID(entity: entity, store: store, primaryKey: key)
     }
 
-    /// Runs `body` on chunks of at most ``chunkSize`` keys, with the chunk's `?, ?, …` placeholders.
+    /// Runs `body` on chunks of at most ``TableLayout/keysPerStatement`` keys, with the chunk's `?, ?, …` placeholders.
     private func forEachChunk(_ keys: [Int64], _ body: ([Int64], String) throws -> Void) throws {
-        for start in stride(from: 0, to: keys.count, by: Self.chunkSize) {
-            let chunk = Array(keys[start..<min(start + Self.chunkSize, keys.count)])
+        for start in stride(from: 0, to: keys.count, by: TableLayout.keysPerStatement) {
+            let chunk = Array(keys[start..<min(start + TableLayout.keysPerStatement, keys.count)])
             try body(chunk, Array(repeating: "?", count: chunk.count).joined(separator: ","))
         }
     }

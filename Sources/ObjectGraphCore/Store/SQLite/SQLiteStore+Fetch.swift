@@ -80,7 +80,7 @@ extension SQLiteStore {
     }
 
     func snapshots(for ids: [ManagedObjectID], store: PersistentStore) throws -> [ManagedObjectID: Snapshot] {
-        let chunks = TableLayout.chunks(of: ids, in: layouts, size: Self.chunkSize)
+        let chunks = TableLayout.chunks(of: ids, in: layouts, size: TableLayout.keysPerStatement)
         let externalData = self.externalData
         return try (chunks.count == 1 ? readOne : read)("reading objects") { db in
             var result: [ManagedObjectID: Snapshot] = [:]
@@ -112,8 +112,8 @@ extension SQLiteStore {
         return try read("reading \(relationship.entity?.name ?? "").\(relationship.name)") { db in
             var result: [ManagedObjectID: [ManagedObjectID]] = [:]
             for id in sources { result[id] = [] }
-            for start in stride(from: 0, to: keys.count, by: Self.chunkSize) {
-                let chunk = Array(keys[start..<min(start + Self.chunkSize, keys.count)])
+            for start in stride(from: 0, to: keys.count, by: TableLayout.keysPerStatement) {
+                let chunk = Array(keys[start..<min(start + TableLayout.keysPerStatement, keys.count)])
                 guard let sql = schema.destinationsQuery(of: relationship, count: chunk.count, dialect: .sqlite, table: CoreDataLayout.quote) else { break }
                 count()
                 let cursor = try Row.fetchCursor(db, sql: sql, arguments: StatementArguments(chunk))

@@ -270,7 +270,6 @@ final class SQLiteStore: StoreBackend {
         do { return try pool.write(body) } catch { throw Self.translate(error, url: url, while: doing) }
     }
 
-    static let chunkSize = 500
 
     func close() throws {
         // Fold the WAL into the database so closing leaves one file (GRDB closes the writer first).
