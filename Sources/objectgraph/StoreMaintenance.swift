@@ -41,10 +41,7 @@ struct Vacuum: ToolCommand {
     @OptionGroup var file: StoreFileOptions
 
     func execute() throws {
-        let url = file.url
-        try report(json: file.json, progress: "vacuuming") { progress in
-            try StoreTools.vacuum(at: url, progress: progress)
-        } text: { result in
+        try report(on: file, progress: "vacuuming", StoreTools.vacuum(at:progress:)) { url, result in
             print("Vacuumed \(url.path): \(result.bytesBefore) bytes → \(result.bytesAfter) bytes (database and write-ahead log)")
         }
     }
@@ -59,13 +56,11 @@ struct Checkpoint: ToolCommand {
     @OptionGroup var file: StoreFileOptions
 
     func execute() throws {
-        let url = file.url
-        let result = try report(json: file.json, progress: "checkpointing") { progress in
+        let result = try report(on: file, progress: "checkpointing", { url, progress in
             progress(0, 1)
-            let result = try StoreTools.checkpoint(at: url)
-            progress(1, 1)
-            return result
-        } text: { result in
+            defer { progress(1, 1) }
+            return try StoreTools.checkpoint(at: url)
+        }) { url, result in
             print("Checkpointed \(url.path): \(result.framesCheckpointed) of \(result.framesInLog) log frames moved; log \(result.walBytesBefore) → \(result.walBytesAfter) bytes\(result.busy ? " (busy: another connection kept part of the log)" : "")")
         }
         if result.busy { throw ExitCode(1) }
@@ -96,5 +91,16 @@ extension ToolCommand {
             text(result)
         }
         return result
+    }
+
+    /// ``report(json:progress:_:text:)`` for a command that works on one store file: `work` and
+    /// `text` get the file's URL.
+    @discardableResult
+    func report<Result: Encodable>(
+        on file: StoreFileOptions, progress label: String, _ work: (URL, _ progress: (Int, Int) -> Void) throws -> Result,
+        text: (URL, Result) -> Void
+    ) throws -> Result {
+        let url = file.url
+        return try report(json: file.json, progress: label, { progress in try withoutActuallyEscaping(progress) { try work(url, $0) } }, text: { text(url, $0) })
     }
 }

@@ -84,10 +84,17 @@ extension ManagedObjectContext {
     /// How many contexts a chain may hold, from the root to the deepest child.
     public static let maximumNestingDepth = 100
 
-    /// Records the context with its new parent (and leaves the old one).
-    func parentDidChange(from oldValue: ManagedObjectContext?) {
-        if let oldValue, oldValue !== parent { oldValue.nesting.removeChild(self) }
-        guard let parent, parent !== oldValue else { return }
+    /// Leaves the parent store the context had and joins the one it has now.
+    func parentStoreDidChange(from oldStore: (any ParentStore)?) {
+        let newStore = configuredParentStore
+        guard oldStore !== newStore else { return }
+        oldStore?.release(self)
+        newStore?.adopt(self)
+    }
+
+    /// Stops the program when `parent` cannot take the context as a child: the chain would hold
+    /// a cycle, or be more than ``maximumNestingDepth`` contexts deep.
+    func checkChain(under parent: ManagedObjectContext) {
         var ancestor: ManagedObjectContext? = parent
         var depth = 1
         while let context = ancestor {
@@ -103,7 +110,6 @@ extension ManagedObjectContext {
             }
             ancestor = context.parent
         }
-        parent.nesting.addChild(self)
     }
 
     /// The context's children, grandchildren and so on, parents before their children.

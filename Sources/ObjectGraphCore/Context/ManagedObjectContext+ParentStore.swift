@@ -74,6 +74,15 @@ extension ManagedObjectContext: ParentStore {
 
     var coordinatorBehind: PersistentStoreCoordinator? { persistentStoreCoordinator }
 
+    func adopt(_ child: ManagedObjectContext) {
+        child.checkChain(under: self)
+        // A child of a container's context is the container's work too: shutdown waits for it.
+        if child.activityTracker == nil { child.activityTracker = activityTracker }
+        nesting.addChild(child)
+    }
+
+    func release(_ child: ManagedObjectContext) { nesting.removeChild(child) }
+
     /// Nothing to announce: this context handed the save to its children that merge
     /// automatically as it took it (`receive(_:from:)`).
     func announceSave(_ changes: SaveChanges, from requester: ManagedObjectContext) {}

@@ -86,11 +86,7 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
     /// than ``maximumNestingDepth`` deep.
     public var parent: ManagedObjectContext? {
         willSet { checkConfigurable("parent", setting: parentStore(withParent: newValue)) }
-        didSet {
-            // A child of a container's context is the container's work too: shutdown waits for it.
-            if activityTracker == nil { activityTracker = parent?.activityTracker }
-            parentDidChange(from: oldValue)
-        }
+        didSet { parentStoreDidChange(from: parentStore(withParent: oldValue)) }
     }
 
     /// Whether firing a fault whose row no longer exists turns the object into a deleted object

@@ -57,41 +57,19 @@ public struct MergeConflict: Sendable, CustomStringConvertible {
 }
 
 extension Snapshot {
-    /// The snapshot as a dictionary of public values by key (to-one relationships as object IDs).
+    /// The snapshot as a dictionary of the values `value(forKey:)` returns, by key (to-one
+    /// relationships as object IDs).
     var dictionary: [String: any Sendable] {
         var result: [String: any Sendable] = [:]
         for property in entity.properties where property.index < values.count {
             let value = values[property.index]
             if let attribute = property as? AttributeDescription {
-                if let v = value.sendableValue(for: attribute.attributeType) { result[attribute.name] = v }
+                if let v = value.publicValue(for: attribute.attributeType) { result[attribute.name] = v }
             } else if case .objectID(let id) = value {
                 result[property.name] = id
             }
         }
         return result
-    }
-}
-
-extension Value {
-    func sendableValue(for type: AttributeType) -> (any Sendable)? {
-        switch self {
-        case .null: nil
-        case .int(let v):
-            switch type {
-            case .integer16: Int16(truncatingIfNeeded: v)
-            case .integer32: Int32(truncatingIfNeeded: v)
-            default: v
-            }
-        case .double(let v): type == .float ? Float(v) : v
-        case .bool(let v): v
-        case .decimal(let v): v
-        case .string(let v): v
-        case .date(let v): v
-        case .data(let v): v
-        case .uuid(let v): v
-        case .url(let v): v
-        case .objectID(let v): v
-        }
     }
 }
 

@@ -65,6 +65,14 @@ protocol ParentStore: AnyObject, Sendable {
     /// `the parent 'name'`.
     var nameInMessages: String { get }
 
+    /// Takes a context whose parent store this has become: a parent context checks the chain
+    /// (no cycle, at most ``ManagedObjectContext/maximumNestingDepth`` deep), records the child,
+    /// and hands it the container work it belongs to; the coordinator has nothing to record.
+    func adopt(_ child: ManagedObjectContext)
+
+    /// Lets go of a context that no longer has this parent store.
+    func release(_ child: ManagedObjectContext)
+
     /// The coordinator behind the parent store: the coordinator itself, or a parent context's
     /// (nil while that context has none).
     var coordinatorBehind: PersistentStoreCoordinator? { get }

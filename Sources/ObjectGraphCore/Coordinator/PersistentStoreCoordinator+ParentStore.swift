@@ -235,6 +235,10 @@ extension PersistentStoreCoordinator: ParentStore {
 
     var coordinatorBehind: PersistentStoreCoordinator? { self }
 
+    func adopt(_ child: ManagedObjectContext) {}
+
+    func release(_ child: ManagedObjectContext) {}
+
     /// The contexts on this coordinator that merge automatically hear a save into its stores.
     func announceSave(_ changes: ManagedObjectContext.SaveChanges, from requester: ManagedObjectContext) {
         didSave(changes, from: ObjectIdentifier(requester))

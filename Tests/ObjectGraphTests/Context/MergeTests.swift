@@ -210,6 +210,40 @@ struct MergeTests {
     }
 
     @Test(arguments: StoreKind.everyStore)
+    func aConflictsSnapshotsHoldTheValuesValueForKeyReturns(_ kind: StoreKind) throws {
+        let model = ManagedObjectModel(entities: [
+            EntityDescription(name: "Setting", properties: [
+                .attribute("enabled", .boolean, defaultValue: false),
+                .attribute("ratio", .double, defaultValue: 0.0),
+                .attribute("size", .integer16, defaultValue: Int16(0)),
+                .attribute("price", .decimal, defaultValue: Decimal(0)),
+            ])
+        ])
+        let stack = try TestStack(kind, model: model)
+        let setup = stack.context("setup")
+        let setting = setup.insert("Setting", ["enabled": true, "ratio": 2.0, "size": Int16(3), "price": Decimal(4)])
+        try setup.save()
+        let first = stack.context("first"), second = stack.context("second")
+        second.mergePolicy = .error
+        let mine = try second.existingObject(with: setting.objectID)
+        let theirs = try first.existingObject(with: setting.objectID)
+        theirs.setValue(false, forKey: "enabled")
+        try first.save()
+        mine.setValue(Int16(5), forKey: "size")
+        let error = try #require(throws: ObjectGraphError.self) { try second.save() }
+        let detail = try #require(error.conflicts.first)
+        for snapshot in [detail.objectSnapshot, try #require(detail.cachedSnapshot), try #require(detail.persistedSnapshot)] {
+            for key in ["enabled", "ratio", "size", "price"] {
+                let value = try #require(snapshot[key], "\(key) is missing")
+                #expect(type(of: value) == type(of: mine.value(forKey: key)!), "\(key) is \(type(of: value))")
+            }
+        }
+        #expect(detail.objectSnapshot["size"] as? Int16 == 5)
+        #expect(detail.cachedSnapshot?["enabled"] as? Bool == true)
+        #expect(detail.persistedSnapshot?["enabled"] as? Bool == false)
+    }
+
+    @Test(arguments: StoreKind.everyStore)
     func objectTrumpKeepsMyChangedPropertiesAndTheirOthers(_ kind: StoreKind) throws {
         let (stack, id, _, object, result) = try conflict(kind, policy: .mergeByPropertyObjectTrump)
         #expect(throws: Never.self) { try result.get() }
