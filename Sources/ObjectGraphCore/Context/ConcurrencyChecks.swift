@@ -89,8 +89,13 @@ enum EnteredContexts {
     /// Runs `body` with `context` recorded as entered on this thread (and the main queue as held,
     /// when the caller waits on it).
     static func with<T>(_ context: ManagedObjectContext, holdingMainQueue: Bool = false, _ body: () throws -> T) rethrows -> T {
+        try with(ObjectIdentifier(context), holdingMainQueue: holdingMainQueue, body)
+    }
+
+    /// ``with(_:holdingMainQueue:_:)`` for the context with this identity.
+    static func with<T>(_ context: ObjectIdentifier, holdingMainQueue: Bool = false, _ body: () throws -> T) rethrows -> T {
         let stack = self.stack
-        stack.contexts.append(ObjectIdentifier(context))
+        stack.contexts.append(context)
         if holdingMainQueue { stack.mainQueueHolds += 1 }
         defer {
             stack.contexts.removeLast()

@@ -79,7 +79,7 @@ extension ManagedObjectContext {
                 .invalidFetchRequest, "FetchRequest<\(T.self)> cannot return objects of entity '\(entity.name)', whose class is \(entity.managedObjectClass)",
                 entityName: entity.name)
         }
-        let segments = try readingPinned { try coordinator.fetchKeys(storeRequest(request, entity: entity, values: false)) }
+        let segments = try parentStore.savedKeys(storeRequest(request, entity: entity, values: false), requester: storeRequester)
         let batch = request.fetchBatchSize > 0 ? request.fetchBatchSize : max(1, segments.reduce(0) { $0 + $1.1.count })
         return BatchedFetchResults(context: self, batchSize: batch, segments: segments, model: entity.managedObjectModel!)
     }

@@ -176,7 +176,7 @@ extension ManagedObjectContext {
         let ids = temporary.map(\.objectID)
         // The coordinator gives them, through the chain; every context of the chain then uses them.
         let assignments = assignedStores.filter { ids.contains($0.key) }
-        adoptPermanentIDs(try parentStore.permanentIDs(for: ids, assignments: assignments, requester: self))
+        adoptPermanentIDs(try chainPermanentIDs(for: ids, assignments: assignments))
     }
 
     /// Re-registers objects under permanent IDs, keeping the temporary ones as aliases.

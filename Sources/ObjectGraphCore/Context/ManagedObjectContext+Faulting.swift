@@ -53,7 +53,7 @@ extension ManagedObjectContext {
     /// Snapshots for faults, from the parent store, no older than `stalenessInterval`.
     private func readSnapshots(_ ids: [ManagedObjectID]) throws -> ViewedSnapshots {
         let maximumAge = stalenessInterval >= 0 ? stalenessInterval : nil
-        return try parentStore.snapshots(for: ids, maximumAge: maximumAge, leasing: true, requester: self)
+        return try parentStore.snapshots(for: ids, maximumAge: maximumAge, leasing: true, requester: storeRequester)
     }
 
     /// Gives a fault its values. With `holdsRowCache`, the object keeps a reference on its row in
@@ -119,7 +119,7 @@ extension ManagedObjectContext {
         }
         guard !pending.isEmpty else { return }
         let sources = pending.map(\.objectID)
-        let read = try parentStore.destinations(of: relationship, for: sources.map(canonical), requester: self)
+        let read = try parentStore.destinations(of: relationship, for: sources.map(canonical), requester: storeRequester)
         // An object listed twice (a damaged store's table can hold one primary key twice) is read once.
         let destinations = Dictionary(sources.map { ($0, read[canonical($0)] ?? []) }, uniquingKeysWith: { first, _ in first })
         let seen = destinationsSeenHere(of: relationship, stored: destinations, for: sources)

@@ -230,7 +230,7 @@ extension ManagedObjectContext {
         } else {
             properties = entity.attributes.filter { !$0.isTransient }
         }
-        let rows = try readingPinned { try coordinator.fetchRows(storeRequest(request, entity: entity, values: true)) }
+        let rows = try parentStore.savedRows(storeRequest(request, entity: entity, values: true), requester: storeRequester)
         var result: [[String: Any]] = []
         var seen: Set<[Value]> = []
         for row in rows {

@@ -76,7 +76,7 @@ extension ManagedObjectContext {
     func publish(_ changes: SaveChanges) {
         for continuation in saveStreams.withLock({ Array($0.values) }) { continuation.yield(changes) }
         // A save into the stores: the contexts on the coordinator that follow its saves hear it.
-        configuredParentStore?.announceSave(changes, from: self)
+        configuredParentStore?.announceSave(changes, from: storeRequester)
     }
 
     /// Merges another context's save (Core Data's form). Call it on this context's queue.
@@ -214,7 +214,7 @@ extension ManagedObjectContext {
     /// reads them again).
     private func readForMerge(_ wanted: Set<ManagedObjectID>, from store: any ParentStore) -> [ManagedObjectID: Snapshot] {
         do {
-            return try store.snapshots(for: Array(wanted), maximumAge: 0, leasing: false, requester: self).snapshots
+            return try store.snapshots(for: Array(wanted), maximumAge: 0, leasing: false, requester: storeRequester).snapshots
         } catch {
             persistentStoreCoordinator?.logger.warning(
                 "merge into '\(debugName)': the changed objects could not be read (\(error)); \(wanted.count) keep their previous values",

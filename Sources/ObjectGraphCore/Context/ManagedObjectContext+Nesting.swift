@@ -123,12 +123,6 @@ extension ManagedObjectContext {
         return result
     }
 
-    /// Runs a block on the parent's queue and waits for it. The caller stays recorded as entered,
-    /// so work the parent sends back down to it runs inline rather than waiting for its queue.
-    func withParent<T>(_ parent: ManagedObjectContext, _ body: () throws -> T) rethrows -> T {
-        try EnteredContexts.with(self) { try parent.performAndWait(body) }
-    }
-
     /// Runs work on the context's queue: now when the caller may use the context (its block is
     /// running further up this thread), else after the blocks already submitted (`perform`); a
     /// confinement context on another thread runs it at its next save, fetch or `perform`.
@@ -172,11 +166,11 @@ extension ManagedObjectContext {
     // MARK: - Permanent IDs down the chain
 
     /// Hands permanent IDs given by the coordinator to every descendant (parents first); each adopts
-    /// them on its own queue before running any block submitted after this call. The parent store
-    /// keeps them for the chain (the coordinator has the root remember them).
+    /// them on its own queue before running any block submitted after this call. The chain's root
+    /// keeps them for the chain's `permanentID(forTemporary:)`.
     func propagatePermanentIDs(_ mapping: [ManagedObjectID: ManagedObjectID]) {
         guard !mapping.isEmpty else { return }
-        parentStore.keepPermanentIDs(mapping, givenTo: self)
+        rootContext.rememberPermanentIDs(mapping)
         for descendant in descendants {
             descendant.deliver { $0.adoptPermanentIDs(mapping) }
         }
@@ -250,9 +244,9 @@ extension ManagedObjectContext {
     /// shows, on the child's queue. The changes carry this context's view of the objects, read
     /// here and now, so that the child's merge never waits on this context's queue (a child merging
     /// while this context's queue waits for the child would deadlock).
-    func forwardToAutomaticallyMergingChildren(_ changes: SaveChanges, except excluded: ManagedObjectContext? = nil) {
+    func forwardToAutomaticallyMergingChildren(_ changes: SaveChanges, except excluded: ObjectIdentifier? = nil) {
         guard !changes.isEmpty else { return }
-        let followers = nesting.children.filter { $0 !== excluded && $0.nesting.mergesFromParent.load(ordering: .relaxed) }
+        let followers = nesting.children.filter { ObjectIdentifier($0) != excluded && $0.nesting.mergesFromParent.load(ordering: .relaxed) }
         guard !followers.isEmpty else { return }
         let changed = Array(changes.insertedObjectIDs.union(changes.updatedObjectIDs))
         let views = (try? viewSnapshots(for: changed, maximumAge: nil, leasing: false).snapshots) ?? [:]

@@ -19,6 +19,24 @@ extension ManagedObjectContext: ParentStore {
         return store
     }
 
+    /// The context as it asks its parent store: its identity, names and query generation now.
+    var storeRequester: StoreRequester {
+        StoreRequester(
+            context: ObjectIdentifier(self), number: number, name: name, transactionAuthor: transactionAuthor, generation: readingGeneration)
+    }
+
+    /// Permanent IDs for temporary ones, from the coordinator through the chain. The chain's root
+    /// hands them down: it keeps them for the chain's ``permanentID(forTemporary:)`` and every
+    /// context of its chain, itself included, adopts them.
+    func chainPermanentIDs(for ids: [ManagedObjectID], assignments: [ManagedObjectID: PersistentStore]) throws -> [ManagedObjectID: ManagedObjectID] {
+        let grant = try parentStore.permanentIDs(for: ids, assignments: assignments, requester: storeRequester)
+        if !grant.isHandedDown {
+            adoptPermanentIDs(grant.mapping)
+            propagatePermanentIDs(grant.mapping)
+        }
+        return grant.mapping
+    }
+
     /// The parent store, if the context has one yet.
     var configuredParentStore: (any ParentStore)? { parentStore(withParent: parent) }
 
@@ -29,30 +47,38 @@ extension ManagedObjectContext: ParentStore {
         return rootCoordinator
     }
 
-    func snapshots(for ids: [ManagedObjectID], maximumAge: Double?, leasing: Bool, requester: ManagedObjectContext) throws -> ViewedSnapshots {
-        try requester.withParent(self) { try viewSnapshots(for: ids, maximumAge: maximumAge, leasing: leasing) }
+    func snapshots(for ids: [ManagedObjectID], maximumAge: Double?, leasing: Bool, requester: StoreRequester) throws -> ViewedSnapshots {
+        try requester.waiting(on: self) { try viewSnapshots(for: ids, maximumAge: maximumAge, leasing: leasing) }
     }
 
-    func destinations(of relationship: RelationshipDescription, for sources: [ManagedObjectID], requester: ManagedObjectContext) throws
+    func destinations(of relationship: RelationshipDescription, for sources: [ManagedObjectID], requester: StoreRequester) throws
         -> [ManagedObjectID: [ManagedObjectID]] {
-        try requester.withParent(self) { try destinationsSeenFromHere(of: relationship, for: sources) }
+        try requester.waiting(on: self) { try destinationsSeenFromHere(of: relationship, for: sources) }
     }
 
-    func rows(_ request: StoreFetchRequest, leasing: Bool, requester: ManagedObjectContext) throws -> FetchedRows {
-        try requester.withParent(self) { try viewRows(request, includingPendingChanges: true, leasing: leasing, forChild: true) }
+    func rows(_ request: StoreFetchRequest, leasing: Bool, requester: StoreRequester) throws -> FetchedRows {
+        try requester.waiting(on: self) { try viewRows(request, includingPendingChanges: true, leasing: leasing, forChild: true) }
     }
 
-    func count(_ request: StoreFetchRequest, requester: ManagedObjectContext) throws -> Int {
-        try requester.withParent(self) { try viewCount(request, includingPendingChanges: true) }
+    func savedRows(_ request: StoreFetchRequest, requester: StoreRequester) throws -> [StoreRow] {
+        try requester.waiting(on: self) { try parentStore.savedRows(request, requester: storeRequester) }
     }
 
-    func permanentIDs(for ids: [ManagedObjectID], assignments: [ManagedObjectID: PersistentStore], requester: ManagedObjectContext) throws
-        -> [ManagedObjectID: ManagedObjectID] {
-        try requester.withParent(self) { try parentStore.permanentIDs(for: ids, assignments: assignments, requester: self) }
+    func savedKeys(_ request: StoreFetchRequest, requester: StoreRequester) throws -> [(PersistentStore, [Int64], [Int32])] {
+        try requester.waiting(on: self) { try parentStore.savedKeys(request, requester: storeRequester) }
     }
 
-    func save(_ request: ContextSaveRequest, requester: ManagedObjectContext) throws -> ContextSaveResult {
-        try requester.withParent(self) { try receive(request, from: requester) }
+    func count(_ request: StoreFetchRequest, requester: StoreRequester) throws -> Int {
+        try requester.waiting(on: self) { try viewCount(request, includingPendingChanges: true) }
+    }
+
+    func permanentIDs(for ids: [ManagedObjectID], assignments: [ManagedObjectID: PersistentStore], requester: StoreRequester) throws
+        -> PermanentIDGrant {
+        try requester.waiting(on: self) { PermanentIDGrant(mapping: try chainPermanentIDs(for: ids, assignments: assignments), isHandedDown: true) }
+    }
+
+    func save(_ request: ContextSaveRequest, requester: StoreRequester) throws -> ContextSaveResult {
+        try requester.waiting(on: self) { try receive(request, from: requester) }
     }
 
     func permanentID(forTemporary id: ManagedObjectID) -> ManagedObjectID? {
@@ -63,7 +89,7 @@ extension ManagedObjectContext: ParentStore {
 
     var reinsertsDeletedObjects: Bool { false }
 
-    func describeConflict(_ conflict: VersionConflict, requester: ManagedObjectContext) -> String {
+    func describeConflict(_ conflict: VersionConflict, requester: StoreRequester) -> String {
         let state = conflict.persisted == nil ? "deleted it" : "changed it"
         return "\(conflict.id) cannot be saved from context '\(requester.debugName)' into its parent '\(debugName)': the parent \(state) since '\(requester.debugName)' read it"
     }
@@ -85,18 +111,15 @@ extension ManagedObjectContext: ParentStore {
 
     /// Nothing to announce: this context handed the save to its children that merge
     /// automatically as it took it (`receive(_:from:)`).
-    func announceSave(_ changes: SaveChanges, from requester: ManagedObjectContext) {}
+    func announceSave(_ changes: SaveChanges, from requester: StoreRequester) {}
 
     /// None: a child follows its parent through `forwardToAutomaticallyMergingChildren`.
     func followSaves(_ handler: @escaping @Sendable (SaveChanges, ObjectIdentifier) -> Void) -> PersistentStoreCoordinator.SaveSubscription? {
         nil
     }
 
-    /// Nothing to keep: permanent IDs reach a child from its chain's root, which keeps them.
-    func keepPermanentIDs(_ mapping: [ManagedObjectID: ManagedObjectID], givenTo requester: ManagedObjectContext) {}
-
     /// None: a child reads its parent, which is pinned instead.
-    func pinnedGeneration(for token: QueryGenerationToken, requester: ManagedObjectContext) throws -> QueryGeneration {
+    func pinnedGeneration(for token: QueryGenerationToken, requester: StoreRequester) throws -> QueryGeneration {
         fatalError("""
             ObjectGraph: setQueryGenerationFrom(_:) on child context '\(requester.debugName)': a child context reads its parent, \
             so only a context on a coordinator can be pinned to a query generation; pin the parent instead
@@ -138,7 +161,7 @@ extension ManagedObjectContext: ParentStore {
             }
         }
         guard !missing.isEmpty else { return result }
-        let found = try parentStore.snapshots(for: missing, maximumAge: maximumAge, leasing: leasing, requester: self)
+        let found = try parentStore.snapshots(for: missing, maximumAge: maximumAge, leasing: leasing, requester: storeRequester)
         for (known, snapshot) in found.snapshots {
             for id in asked[known] ?? [] { result.snapshots[id] = snapshot }
         }
@@ -162,7 +185,7 @@ extension ManagedObjectContext: ParentStore {
             }
         }
         guard !rest.isEmpty else { return result }
-        let read = try parentStore.destinations(of: relationship, for: rest.map(canonical), requester: self)
+        let read = try parentStore.destinations(of: relationship, for: rest.map(canonical), requester: storeRequester)
         var stored: [ManagedObjectID: [ManagedObjectID]] = [:]
         for id in rest { stored[id] = read[canonical(id)] ?? [] }
         result.merge(destinationsSeenHere(of: relationship, stored: stored, for: rest)) { mine, _ in mine }
@@ -225,7 +248,7 @@ extension ManagedObjectContext: ParentStore {
             asked.sortDescriptors = []
             asked.includesPropertyValues = true
         }
-        var fetched = try parentStore.rows(asked, leasing: leasing, requester: self)
+        var fetched = try parentStore.rows(asked, leasing: leasing, requester: storeRequester)
         if !aliases.isEmpty {
             for index in fetched.rows.indices { fetched.rows[index].id = canonical(fetched.rows[index].id) }
         }
@@ -261,7 +284,7 @@ extension ManagedObjectContext: ParentStore {
     /// How many rows this context sees for a request.
     func viewCount(_ request: StoreFetchRequest, includingPendingChanges: Bool) throws -> Int {
         let overlay = includingPendingChanges ? overlay(for: request) : Overlay()
-        guard !overlay.isEmpty else { return try parentStore.count(request, requester: self) }
+        guard !overlay.isEmpty else { return try parentStore.count(request, requester: storeRequester) }
         var unpaged = request.unpaged
         unpaged.sortDescriptors = []
         unpaged.includesPropertyValues = false
@@ -276,7 +299,7 @@ extension ManagedObjectContext: ParentStore {
     ///
     /// - Throws: `VersionConflictError` listing the objects this context changed or deleted since
     ///   the child read them; nothing is applied.
-    func receive(_ request: ContextSaveRequest, from child: ManagedObjectContext) throws -> ContextSaveResult {
+    func receive(_ request: ContextSaveRequest, from child: StoreRequester) throws -> ContextSaveResult {
         let checked = request.updated + request.deleted
         if !checked.isEmpty {
             let views = try viewSnapshots(for: checked.map(\.id), maximumAge: nil, leasing: false).snapshots
@@ -317,7 +340,7 @@ extension ManagedObjectContext: ParentStore {
         let changes = SaveChanges(
             inserted: Set(request.inserted.map { canonical($0.id) }), updated: Set(request.updated.map { canonical($0.id) }),
             deleted: Set(request.deleted.map { canonical($0.id) }), changedKeys: changedKeys, snapshots: [:], source: nil)
-        forwardToAutomaticallyMergingChildren(changes, except: child)
+        forwardToAutomaticallyMergingChildren(changes, except: child.context)
         return result
     }
 

@@ -44,18 +44,12 @@ extension ManagedObjectContext {
             queryGeneration.pinned = nil
             return
         }
-        queryGeneration.pinned = try parentStore.pinnedGeneration(for: token, requester: self)
+        queryGeneration.pinned = try parentStore.pinnedGeneration(for: token, requester: storeRequester)
     }
 
     /// The generation store reads of this context see now: nil when it is not pinned, or while it saves.
     var readingGeneration: QueryGeneration? {
         queryGeneration.isSuspended ? nil : queryGeneration.pinned
-    }
-
-    /// Runs store reads made for this context in its generation (if pinned).
-    func readingPinned<T>(_ body: () throws -> T) rethrows -> T {
-        guard let generation = readingGeneration else { return try body() }
-        return try generation.reading(body)
     }
 
     /// Moves a pinned context to the generation of this moment (after a save, merge, refresh or reset).

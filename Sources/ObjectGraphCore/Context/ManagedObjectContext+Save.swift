@@ -51,7 +51,7 @@ extension ManagedObjectContext {
                 attempt += 1
                 let (request, saved) = try makeSaveRequest()
                 do {
-                    let result = try parentStore.save(request, requester: self)
+                    let result = try parentStore.save(request, requester: storeRequester)
                     didSave(saved, result: result)
                     return
                 } catch let error as VersionConflictError {

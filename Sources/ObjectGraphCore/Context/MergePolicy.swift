@@ -186,7 +186,7 @@ extension ManagedObjectContext {
     /// The `.mergeConflict` error of a save refused for conflicts with the parent store.
     func mergeConflictError(_ conflicts: [VersionConflict]) -> ObjectGraphError {
         let store = parentStore
-        return conflictError(conflicts, summary: store.conflictSummary) { store.describeConflict($0, requester: self) }
+        return conflictError(conflicts, summary: store.conflictSummary) { store.describeConflict($0, requester: storeRequester) }
     }
 
     /// A `.mergeConflict` error for version conflicts, found against the store or a parent: one
@@ -220,7 +220,7 @@ extension ManagedObjectContext {
             guard let existing = conflict.existing, !existing.isTemporaryID,
                   let object = registered[canonical(conflict.objectID)]?.object ?? insertedObjects.first(where: { $0.objectID == conflict.objectID }),
                   object.isInserted,
-                  let persisted = try parentStore.snapshots(for: [existing], maximumAge: 0, leasing: false, requester: self).snapshots[existing]
+                  let persisted = try parentStore.snapshots(for: [existing], maximumAge: 0, leasing: false, requester: storeRequester).snapshots[existing]
             else { throw error }
             if let other = registered[existing]?.object, other !== object {
                 // The existing row was registered here as another object: the inserted one replaces it.

@@ -5,8 +5,8 @@ import Foundation
 // to each in one transaction.
 
 extension PersistentStoreCoordinator: ParentStore {
-    func snapshots(for ids: [ManagedObjectID], maximumAge: Double?, leasing: Bool, requester: ManagedObjectContext) throws -> ViewedSnapshots {
-        if let generation = requester.readingGeneration {
+    func snapshots(for ids: [ManagedObjectID], maximumAge: Double?, leasing: Bool, requester: StoreRequester) throws -> ViewedSnapshots {
+        if let generation = requester.generation {
             // A pinned context reads its generation, never the row cache (which has the latest rows).
             return ViewedSnapshots(snapshots: try generation.reading { try readSnapshots(ids.filter { !$0.isTemporaryID }) })
         }
@@ -44,22 +44,30 @@ extension PersistentStoreCoordinator: ParentStore {
         return result
     }
 
-    func destinations(of relationship: RelationshipDescription, for sources: [ManagedObjectID], requester: ManagedObjectContext) throws
+    func destinations(of relationship: RelationshipDescription, for sources: [ManagedObjectID], requester: StoreRequester) throws
         -> [ManagedObjectID: [ManagedObjectID]] {
-        try requester.readingPinned { try destinations(of: relationship, for: sources.filter { !$0.isTemporaryID }) }
+        try requester.reading { try destinations(of: relationship, for: sources.filter { !$0.isTemporaryID }) }
     }
 
-    func rows(_ request: StoreFetchRequest, leasing: Bool, requester: ManagedObjectContext) throws -> FetchedRows {
+    func rows(_ request: StoreFetchRequest, leasing: Bool, requester: StoreRequester) throws -> FetchedRows {
         try instrumented(fetch: request, counting: false) {
             // Each of several stores orders and pages only its own rows: the requester orders the union.
             let single = persistentStores.count <= 1
-            if let generation = requester.readingGeneration {
+            if let generation = requester.generation {
                 return FetchedRows(rows: try generation.reading { try fetchRows(single ? request : request.unpaged) }, isOrdered: single, leases: nil)
             }
             let mark = rowCache.evictionMark
             let rows = try fetchRows(single ? request : request.unpaged)
             return FetchedRows(rows: rows, isOrdered: single, leases: leasing ? lease(rows, readSince: mark) : nil)
         } rows: { $0.rows.count }
+    }
+
+    func savedRows(_ request: StoreFetchRequest, requester: StoreRequester) throws -> [StoreRow] {
+        try requester.reading { try fetchRows(request) }
+    }
+
+    func savedKeys(_ request: StoreFetchRequest, requester: StoreRequester) throws -> [(PersistentStore, [Int64], [Int32])] {
+        try requester.reading { try fetchKeys(request) }
     }
 
     /// A fetch or count, with its span, metrics and slow-operation log.
@@ -92,24 +100,21 @@ extension PersistentStoreCoordinator: ParentStore {
         return RowLeases(cache: rowCache, ids: withValues.map(\.id))
     }
 
-    func count(_ request: StoreFetchRequest, requester: ManagedObjectContext) throws -> Int {
+    func count(_ request: StoreFetchRequest, requester: StoreRequester) throws -> Int {
         try instrumented(fetch: request, counting: true) {
-            try requester.readingPinned {
+            try requester.reading {
                 guard persistentStores.count > 1, request.fetchLimit > 0 || request.fetchOffset > 0 else { return try countRows(request) }
                 return request.pagedCount(ofUnpaged: try countRows(request.unpaged))
             }
         } rows: { $0 }
     }
 
-    func permanentIDs(for ids: [ManagedObjectID], assignments: [ManagedObjectID: PersistentStore], requester: ManagedObjectContext) throws
-        -> [ManagedObjectID: ManagedObjectID] {
-        let mapping = try allocatePermanentIDs(for: ids, assignments: assignments)
-        requester.adoptPermanentIDs(mapping)
-        requester.propagatePermanentIDs(mapping)
-        return mapping
+    func permanentIDs(for ids: [ManagedObjectID], assignments: [ManagedObjectID: PersistentStore], requester: StoreRequester) throws
+        -> PermanentIDGrant {
+        PermanentIDGrant(mapping: try allocatePermanentIDs(for: ids, assignments: assignments), isHandedDown: false)
     }
 
-    func save(_ request: ContextSaveRequest, requester: ManagedObjectContext) throws -> ContextSaveResult {
+    func save(_ request: ContextSaveRequest, requester: StoreRequester) throws -> ContextSaveResult {
         guard instrumentation.isOn else {
             return try write(request, requester: requester)
         }
@@ -131,7 +136,7 @@ extension PersistentStoreCoordinator: ParentStore {
     }
 
     /// Writes a context's save to the stores.
-    private func write(_ request: ContextSaveRequest, requester: ManagedObjectContext) throws -> ContextSaveResult {
+    private func write(_ request: ContextSaveRequest, requester: StoreRequester) throws -> ContextSaveResult {
         // One request per store, in the order the stores were added, each filled in place (a copy
         // would copy its growing arrays once per object). Most coordinators have one store: an
         // object's store is then found without hashing or locking, once per object.
@@ -224,7 +229,7 @@ extension PersistentStoreCoordinator: ParentStore {
 
     var reinsertsDeletedObjects: Bool { true }
 
-    func describeConflict(_ conflict: VersionConflict, requester: ManagedObjectContext) -> String {
+    func describeConflict(_ conflict: VersionConflict, requester: StoreRequester) -> String {
         let state = conflict.persisted.map { "the store has version \($0.version)" } ?? "the row was deleted"
         return "\(conflict.id) was changed by another context since context '\(requester.debugName)' read it (read version \(conflict.expectedVersion), \(state))"
     }
@@ -240,20 +245,15 @@ extension PersistentStoreCoordinator: ParentStore {
     func release(_ child: ManagedObjectContext) {}
 
     /// The contexts on this coordinator that merge automatically hear a save into its stores.
-    func announceSave(_ changes: ManagedObjectContext.SaveChanges, from requester: ManagedObjectContext) {
-        didSave(changes, from: ObjectIdentifier(requester))
+    func announceSave(_ changes: ManagedObjectContext.SaveChanges, from requester: StoreRequester) {
+        didSave(changes, from: requester.context)
     }
 
     func followSaves(_ handler: @escaping @Sendable (ManagedObjectContext.SaveChanges, ObjectIdentifier) -> Void) -> SaveSubscription? {
         subscribeToSaves(handler)
     }
 
-    /// The requester is the root of its chain: it remembers the IDs for the chain.
-    func keepPermanentIDs(_ mapping: [ManagedObjectID: ManagedObjectID], givenTo requester: ManagedObjectContext) {
-        requester.rememberPermanentIDs(mapping)
-    }
-
-    func pinnedGeneration(for token: QueryGenerationToken, requester: ManagedObjectContext) throws -> QueryGeneration {
+    func pinnedGeneration(for token: QueryGenerationToken, requester: StoreRequester) throws -> QueryGeneration {
         if token == .current { return try pinQueryGeneration() }
         guard let generation = queryGeneration(for: token) else {
             throw ObjectGraphError(
