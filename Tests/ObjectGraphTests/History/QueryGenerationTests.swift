@@ -46,6 +46,32 @@ struct QueryGenerationTests {
     }
 
     @Test(arguments: StoreKind.allCases)
+    func dictionaryAndBatchedFetchesOfAChildReadItsChainsGeneration(_ kind: StoreKind) throws {
+        let chain = try ContextChain(kind)
+        _ = try chain.seed(notes: 3)
+        try chain.root.performAndWait { try chain.root.setQueryGenerationFrom(.current) }
+        let child = chain.child(of: chain.root, "child")
+        let grandchild = chain.child(of: child, "grandchild")
+        let writer = chain.stack.context("writer")
+        _ = writer.insert("Note", ["title": "later", "rank": Int64(9)])
+        try writer.save()
+
+        let (titles, batched) = try grandchild.performAndWait {
+            let dictionaries = FetchRequest<[String: Any]>(entityName: "Note")
+            dictionaries.propertiesToFetch = ["title"]
+            let titles = try grandchild.fetch(dictionaries).compactMap { $0["title"] as? String }
+            let notes = FetchRequest<ManagedObject>(entityName: "Note")
+            notes.fetchBatchSize = 2
+            return (titles, try grandchild.fetchBatched(notes).count)
+        }
+        #expect(Set(titles) == ["n1", "n2", "n3"], "the root's generation, without the later commit")
+        #expect(batched == 3)
+        try chain.root.performAndWait { try chain.root.setQueryGenerationFrom(nil) }
+        let latest = try grandchild.performAndWait { try grandchild.fetch(FetchRequest<[String: Any]>(entityName: "Note")).count }
+        #expect(latest == 4, "unpinned, the chain reads the latest rows")
+    }
+
+    @Test(arguments: StoreKind.allCases)
     func aPinnedContextsFaultsReadItsGeneration(_ kind: StoreKind) throws {
         let (stack, ids) = try seeded(kind)
         // Another context has the rows in the row cache, then changes them: a pinned fault must not
