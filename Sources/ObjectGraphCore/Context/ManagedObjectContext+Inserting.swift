@@ -23,9 +23,8 @@ extension ManagedObjectContext {
         guard coordinator.persistentStores.contains(where: { $0 === store }) else {
             fatalError("ObjectGraph: assign(_:to:) in context '\(debugName)': \(store) is not a store of this context's coordinator")
         }
-        if let configuration = store.configurationName,
-           coordinator.managedObjectModel.entities(forConfigurationName: configuration)?.contains(where: { object.entity.isKindOf(entity: $0) }) != true {
-            fatalError("ObjectGraph: assign(_:to:) in context '\(debugName)': configuration '\(configuration)' of \(store) does not include entity '\(object.entity.name)' of \(object.objectID)")
+        if !coordinator.holds(store, object.entity) {
+            fatalError("ObjectGraph: assign(_:to:) in context '\(debugName)': configuration '\(store.configurationName ?? "")' of \(store) does not include entity '\(object.entity.name)' of \(object.objectID)")
         }
         assignedStores[object.objectID] = store
     }

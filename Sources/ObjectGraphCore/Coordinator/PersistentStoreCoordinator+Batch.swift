@@ -24,9 +24,7 @@ extension PersistentStoreCoordinator {
     func batchStores(for entity: EntityDescription, affectedStores: [PersistentStore]?) throws -> [PersistentStore] {
         let own = persistentStores
         let candidates = (affectedStores ?? own).filter { store in
-            guard own.contains(where: { $0 === store }) else { return false }
-            guard let name = store.configurationName, name != "PF_DEFAULT_CONFIGURATION_NAME" else { return true }
-            return managedObjectModel.entities(forConfigurationName: name)?.contains { entity.isKindOf(entity: $0) || $0 === entity } ?? false
+            own.contains(where: { $0 === store }) && holds(store, entity)
         }
         guard !candidates.isEmpty else {
             throw ObjectGraphError(

@@ -270,14 +270,22 @@ extension PersistentStoreCoordinator: ParentStore {
     /// writable ones first.
     func store(for entity: EntityDescription) throws -> PersistentStore {
         let stores = persistentStores
-        let candidates = stores.filter { store in
-            guard let name = store.configurationName, name != "PF_DEFAULT_CONFIGURATION_NAME" else { return true }
-            return managedObjectModel.entities(forConfigurationName: name)?.contains { entity.isKindOf(entity: $0) || $0 === entity } ?? false
-        }
+        let candidates = stores.filter { holds($0, entity) }
         guard let store = candidates.first(where: { !$0.isReadOnly }) ?? candidates.first else {
             let reason = stores.isEmpty ? "has no persistent store" : "has no store whose configuration includes entity '\(entity.name)'"
             throw ObjectGraphError(.noPersistentStore, "The coordinator \(reason) to save \(entity.name) objects to", entityName: entity.name)
         }
         return store
+    }
+
+    /// Core Data's name for the configuration that holds every entity.
+    static let defaultConfigurationName = "PF_DEFAULT_CONFIGURATION_NAME"
+
+    /// Whether objects of `entity` can live in `store`: a store added without a configuration, or
+    /// with the default one, holds every entity; another holds the entities of its configuration
+    /// and their sub-entities.
+    func holds(_ store: PersistentStore, _ entity: EntityDescription) -> Bool {
+        guard let name = store.configurationName, name != Self.defaultConfigurationName else { return true }
+        return managedObjectModel.entities(forConfigurationName: name)?.contains { entity.isKindOf(entity: $0) } ?? false
     }
 }

@@ -127,7 +127,7 @@ public final class PersistentStoreCoordinator: Sendable, CustomStringConvertible
         type: StoreType, configuration: String? = nil, at url: URL? = nil, options: [String: any Sendable]? = nil
     ) throws -> PersistentStore {
         try managedObjectModel.validate()
-        if let configuration, configuration != "PF_DEFAULT_CONFIGURATION_NAME",
+        if let configuration, configuration != Self.defaultConfigurationName,
            managedObjectModel.entities(forConfigurationName: configuration) == nil {
             throw ObjectGraphError(
                 .invalidModel, "The model has no configuration named '\(configuration)' (it has: \(managedObjectModel.configurations.joined(separator: ", ")))",

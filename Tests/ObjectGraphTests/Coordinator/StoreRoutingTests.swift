@@ -63,6 +63,28 @@ struct StoreRoutingTests {
     }
 
     @Test(arguments: kinds)
+    func aStoreOfTheDefaultConfigurationHoldsEveryEntity(_ kind: StoreKind) throws {
+        let directory = TemporaryDirectory()
+        let model = TestModels.notes()
+        model.setEntities([model.entitiesByName["Folder"]!], forConfigurationName: "Folders")
+        let coordinator = PersistentStoreCoordinator(managedObjectModel: model)
+        let folders = try coordinator.addPersistentStore(type: kind.type, configuration: "Folders", at: directory.file("folders.\(kind.rawValue)"))
+        let everything = try coordinator.addPersistentStore(
+            type: kind.type, configuration: "PF_DEFAULT_CONFIGURATION_NAME", at: directory.file("all.\(kind.rawValue)"))
+        let context = ManagedObjectContext(concurrencyType: .confinement)
+        context.persistentStoreCoordinator = coordinator
+        let folder = context.insert("Folder", ["name": "F"])
+        let note = context.insert("Note", ["title": "n"])
+        context.assign(folder, to: everything)
+        context.assign(note, to: everything)
+        let other = context.insert("Folder", ["name": "G"])
+        try context.save()
+        #expect(folder.objectID.persistentStore === everything)
+        #expect(note.objectID.persistentStore === everything)
+        #expect(other.objectID.persistentStore === folders, "unassigned, the first store whose configuration has the entity")
+    }
+
+    @Test(arguments: kinds)
     func assignedObjectsGoToTheirStoreAndFetchesOrderAndPageTheUnion(_ kind: StoreKind) throws {
         let directory = TemporaryDirectory()
         let model = TestModels.notes()
