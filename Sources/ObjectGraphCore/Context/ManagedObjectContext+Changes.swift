@@ -107,12 +107,7 @@ extension ManagedObjectContext {
         for object in deletedObjects where object.state.isDeletedElsewhere { invalidate(object) }
         for object in updatedObjects.union(deletedObjects) where object.managedObjectContext === self {
             object.state.discardChanges()
-            object.changedIndices = []
-            if let snapshot = object.snapshot {
-                object.values = snapshot.values
-                object.boxed = [:]
-                object.toMany = [:]
-            }
+            object.revertToSnapshot()
         }
         discardChangeSet()
         assignedStores = [:]
@@ -139,11 +134,7 @@ extension ManagedObjectContext {
             // As in Core Data, an object the program still holds is a fault with no context.
             if object.state.forgetAtReset() { held.append(object.objectID) }
             object.managedObjectContext = nil
-            object.values = []
-            object.snapshot = nil
-            object.boxed = [:]
-            object.toMany = [:]
-            object.changedIndices = []
+            object.dropData()
         }
         persistentStoreCoordinator?.rowCache.release(held)
         registered = [:]

@@ -6,7 +6,7 @@ extension ManagedObjectContext {
     func fulfillFault(_ object: ManagedObject) {
         if let batch = object.batch {
             let faults = batch.ids.compactMap { registered[$0]?.object }.filter(\.isFault)
-            for fault in faults { fault.batch = nil }
+            for fault in faults { fault.leaveBatch() }
             fulfillFaults(faults.contains(object) ? faults : faults + [object])
             return
         }
@@ -67,16 +67,7 @@ extension ManagedObjectContext {
             // The object already held a reference (taken when fetched as a fault).
             if releaseDuplicate { coordinator.rowCache.release([object.objectID]) }
         }
-        object.values = snapshot.values
-        // Transient attributes are not stored: a fetched or refreshed object has their defaults.
-        let entity = object.entity
-        if entity.storedAttributes.count != entity.attributes.count {
-            for attribute in entity.attributes where attribute.isTransient {
-                object.values[attribute.index] = attribute.defaultStoredValue
-            }
-        }
-        object.snapshot = snapshot
-        object.boxed = [:]
+        object.fill(from: snapshot)
         if object.objectID.isTemporaryID { restoreUnloadedToManyRelationships(of: object) }
         object.awakeFromFetch()
     }
@@ -90,12 +81,9 @@ extension ManagedObjectContext {
                 the object, or set shouldDeleteInaccessibleFaults = true to get a deleted object with default values instead.
                 """)
         }
-        object.values = object.entity.properties.map { ($0 as? AttributeDescription)?.defaultStoredValue ?? .null }
-        object.snapshot = nil
+        object.fillWithDefaults()
+        object.forgetSnapshotAndChanges()
         object.state.markInaccessible()
-        for relationship in object.entity.relationships where relationship.isToMany {
-            object.toMany[relationship.index] = RelationshipValue(isOrdered: relationship.isOrdered, loaded: true)
-        }
     }
 
     /// Loads a to-many relationship of several objects with one read of the parent store.
@@ -190,19 +178,11 @@ extension ManagedObjectContext {
         // A deleted object keeps its delete, which is an unsaved change like any other.
         if mergeChanges && object.isDeleted { return }
         if mergeChanges && object.hasChanges && !object.isFault {
-            let changed = object.changedIndices
-            let current = object.values
-            let boxed = object.boxed
-            let relationships = object.toMany
+            let unsaved = object.unsavedChanges
             turnIntoFault(object)
             object.fireFaultIfNeeded()
-            for index in changed {
-                object.values[index] = current[index]
-                if let box = boxed[index] { object.boxed[index] = box }
-                if let value = relationships[index] { object.toMany[index] = value }
-            }
-            object.changedIndices = changed
-            if !changed.isEmpty && object.state.change() {
+            object.restore(unsaved)
+            if !object.changedIndices.isEmpty && object.state.change() {
                 // Still changed: it stays in the save.
                 changes.recordUpdate(object)
                 retained.insert(object)
@@ -261,11 +241,7 @@ extension ManagedObjectContext {
         if object.state.turnIntoFault() {
             coordinator.rowCache.release([object.objectID])
         }
-        object.values = []
-        object.snapshot = nil
-        object.boxed = [:]
-        object.toMany = [:]
-        object.changedIndices = []
+        object.dropData()
         changes.forgetUpdate(object)
         if !retainsRegisteredObjects { retained.remove(object) }
         object.didTurnIntoFault()

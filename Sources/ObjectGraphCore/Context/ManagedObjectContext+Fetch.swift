@@ -157,7 +157,7 @@ extension ManagedObjectContext {
                     let batch = FaultBatch(ids: ids)
                     for id in ids {
                         let object = object(with: id)
-                        if object.isFault { object.batch = batch }
+                        if object.isFault { object.join(batch) }
                         result.append(object)
                     }
                 }

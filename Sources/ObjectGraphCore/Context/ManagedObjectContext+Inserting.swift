@@ -49,12 +49,7 @@ extension ManagedObjectContext {
         if object.entity.isAbstract {
             fatalError("ObjectGraph: cannot insert an object of abstract entity '\(object.entity.name)' into context '\(debugName)'")
         }
-        object.values = object.entity.properties.map { property in
-            (property as? AttributeDescription)?.defaultStoredValue ?? .null
-        }
-        for attribute in object.entity.attributes where attribute.attributeType == .transformable {
-            if let defaultValue = attribute.defaultValue { object.boxed[attribute.index] = defaultValue }
-        }
+        object.fillForInsert()
         object.state.insert()
         register(object)
         changes.recordInsert(object)

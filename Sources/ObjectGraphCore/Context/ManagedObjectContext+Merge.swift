@@ -276,14 +276,10 @@ extension ManagedObjectContext {
         guard let action = object.state.deleteElsewhere() else { return }
         if action.fillDefaults {
             // Its row is gone: it keeps default values, as an inaccessible fault that is deleted.
-            object.values = object.entity.properties.map { ($0 as? AttributeDescription)?.defaultStoredValue ?? .null }
-            for relationship in object.entity.relationships where relationship.isToMany {
-                object.toMany[relationship.index] = RelationshipValue(isOrdered: relationship.isOrdered, loaded: true)
-            }
+            object.fillWithDefaults()
         }
         if action.releaseRowCache { coordinator.rowCache.release([object.objectID]) }
-        object.snapshot = nil
-        object.changedIndices = []
+        object.forgetSnapshotAndChanges()
         changes.recordDeletedElsewhere(object)
         retained.insert(object)
     }
@@ -292,24 +288,13 @@ extension ManagedObjectContext {
     func adopt(_ snapshot: Snapshot, into object: ManagedObject, changedElsewhere keys: Set<String>) {
         let previous = object.snapshot
         if !object.hasChanges {
-            object.values = keepingTransients(snapshot.values, of: object)
-            object.snapshot = snapshot
-            object.boxed = [:]
-            object.toMany = [:]
+            object.takeNewer(snapshot)
             return
         }
         applyMergePolicy(to: object, newer: snapshot, atSave: false) { index in
             keys.contains(object.entity.properties[index].name) && (previous.map { $0.values[index] != snapshot.values[index] } ?? true)
         }
-        for (index, value) in object.toMany where !value.hasChanges { object.toMany[index] = nil }
-    }
-
-    private func keepingTransients(_ values: [Value], of object: ManagedObject) -> [Value] {
-        var values = values
-        for attribute in object.entity.attributes where attribute.isTransient && attribute.index < object.values.count {
-            values[attribute.index] = object.values[attribute.index]
-        }
-        return values
+        object.forgetUnchangedToManyRelationships()
     }
 
     /// Whether some relationship of the model (a to-many one, when `toManyOnly`) can hold one of
@@ -341,14 +326,10 @@ extension ManagedObjectContext {
                 if value.hasChanges {
                     for id in gone where value.contains(id) { value.forget(id) }
                 } else if value.ids.contains(where: gone.contains) {
-                    object.toMany[relationship.index] = nil
+                    object.forgetToMany(at: relationship.index)
                 }
             } else if case .objectID(let id) = object.values[relationship.index], gone.contains(id) {
-                object.values[relationship.index] = .null
-                if var snapshot = object.snapshot, relationship.index < snapshot.values.count {
-                    snapshot.values[relationship.index] = .null
-                    object.snapshot = snapshot
-                }
+                object.clearToOne(at: relationship.index)
             }
         }
     }
@@ -362,9 +343,7 @@ extension ManagedObjectContext {
         if changes.snapshots.isEmpty {
             guard !(changes.insertedObjectIDs.isEmpty && changes.updatedObjectIDs.isEmpty) else { return }
             // Without rows, any loaded to-many may be stale.
-            for object in liveObjects where !object.isFault {
-                for (index, value) in object.toMany where !value.hasChanges { object.toMany[index] = nil }
-            }
+            for object in liveObjects where !object.isFault { object.forgetUnchangedToManyRelationships() }
             return
         }
         // Loaded to-many relationships stored through foreign keys, by relationship.
@@ -397,9 +376,9 @@ extension ManagedObjectContext {
                 for (object, value) in owners {
                     let isOwner = canonical(object.objectID) == owner
                     if value.contains(member) && !isOwner {
-                        if value.hasChanges { value.forget(member) } else { object.toMany[inverse.index] = nil }
+                        if value.hasChanges { value.forget(member) } else { object.forgetToMany(at: inverse.index) }
                     } else if !value.contains(member) && isOwner {
-                        if value.hasChanges { value.insertSilently(member) } else { object.toMany[inverse.index] = nil }
+                        if value.hasChanges { value.insertSilently(member) } else { object.forgetToMany(at: inverse.index) }
                     }
                 }
             }

@@ -150,9 +150,7 @@ extension ManagedObjectContext {
     /// starting empty as a new object's do.
     func restoreUnloadedToManyRelationships(of object: ManagedObject) {
         guard parentStore.resolvesTemporaryIDs, object.objectID.isTemporaryID, !object.isInserted, !object.isFault else { return }
-        for relationship in object.entity.relationships where relationship.isToMany && object.toMany[relationship.index] == nil {
-            object.toMany[relationship.index] = RelationshipValue(isOrdered: relationship.isOrdered, loaded: false)
-        }
+        object.markMissingToManyRelationshipsUnloaded()
     }
 
     /// ``restoreUnloadedToManyRelationships(of:)`` for every registered object.
@@ -205,19 +203,8 @@ extension ManagedObjectContext {
     /// resolve here (as the root keeps those of the objects it saves).
     func adoptPermanentIDs(_ mapping: [ManagedObjectID: ManagedObjectID]) {
         guard !mapping.isEmpty else { return }
-        func remap(_ values: inout [Value]) -> Bool {
-            var changed = false
-            for (index, value) in values.enumerated() {
-                if case .objectID(let id) = value, let permanent = mapping[id] {
-                    values[index] = .objectID(permanent)
-                    changed = true
-                }
-            }
-            return changed
-        }
         for object in liveObjects where !object.isFault {
-            _ = remap(&object.values)
-            if var snapshot = object.snapshot, remap(&snapshot.values) { object.snapshot = snapshot }
+            object.remapObjectIDs(mapping)
             for value in object.toMany.values {
                 let mentioned = value.ids.contains { mapping[$0] != nil } || value.added.contains { mapping[$0] != nil }
                     || value.removed.contains { mapping[$0] != nil }

@@ -356,16 +356,9 @@ extension ManagedObjectContext: ParentStore {
             object.objectID = changed.id
             register(object)
         }
-        object.values = changed.values
-        object.boxed = [:]
-        object.toMany = [:]
-        object.snapshot = nil
-        object.batch = nil
+        object.fillAsInserted(values: changed.values)
         if object.state.giveUpRowCache() { coordinator.rowCache.release([object.objectID]) }
         object.state.insert()
-        for relationship in changed.entity.relationships where relationship.isToMany {
-            object.toMany[relationship.index] = RelationshipValue(isOrdered: relationship.isOrdered, loaded: true)
-        }
         for relationship in changed.relationships {
             let value = object.toMany[relationship.index]
             for id in relationship.order ?? relationship.added { value?.add(id) }
@@ -397,11 +390,7 @@ extension ManagedObjectContext: ParentStore {
         let object = object(with: changed.id)
         object.fireFaultIfNeeded()
         for index in changed.changedIndices {
-            let value = changed.values[index]
-            if object.values[index] == value && object.boxed[index] == nil { continue }
-            object.values[index] = value
-            object.boxed[index] = nil
-            object.markChanged(index)
+            if object.takeValue(changed.values[index], at: index) { object.markChanged(index) }
         }
         for change in changed.relationships {
             guard let relationship = changed.entity.properties[change.index] as? RelationshipDescription else { continue }

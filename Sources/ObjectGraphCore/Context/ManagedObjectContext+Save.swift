@@ -176,23 +176,8 @@ extension ManagedObjectContext {
         var updated = Set<ManagedObject>(minimumCapacity: saved.updated.count)
         var deleted = Set<ManagedObject>(minimumCapacity: saved.deleted.count)
         func settle(_ object: ManagedObject) {
-            let id = object.objectID
-            if let snapshot = result.snapshots[id] {
-                // Keep transient values and decoded transformables; take stored values as written.
-                var values = snapshot.values
-                for attribute in object.entity.attributes where attribute.isTransient { values[attribute.index] = object.values[attribute.index] }
-                object.values = values
-                var snapshot = snapshot
-                snapshot.values = values
-                object.snapshot = snapshot
-            } else {
-                object.values = object.values.map { if case .objectID(let i) = $0, let p = aliases[i] ?? mapping[i] { .objectID(p) } else { $0 } }
-            }
-            for value in object.toMany.values {
-                value.remap(aliases)
-                value.commit()
-            }
-            object.changedIndices = []
+            // Keeps transient values and decoded transformables; takes stored values as written.
+            object.settleAsSaved(row: result.snapshots[object.objectID], aliases: aliases) { aliases[$0] ?? mapping[$0] }
             object.state.didSave()
         }
         for object in saved.inserted {

@@ -108,8 +108,7 @@ extension ManagedObject {
     func restoreStored(_ index: Int, _ value: Value, _ box: Any?) {
         fireFaultIfNeeded()
         registerUndoOfStored(index)
-        values[index] = value
-        boxed[index] = box
+        putBack(value, box, at: index)
         markChanged(index)
     }
 

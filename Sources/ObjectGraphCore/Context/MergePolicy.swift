@@ -111,30 +111,10 @@ extension ManagedObjectContext {
     /// Gives an object with unsaved changes a newer version of itself from its parent store,
     /// property by property as the merge policy decides. Transient attributes are the object's own.
     func applyMergePolicy(to object: ManagedObject, newer: Snapshot, atSave: Bool, changedThere: (Int) -> Bool) {
-        var values = object.values
-        for property in object.entity.properties where property.index < newer.values.count {
-            if let attribute = property as? AttributeDescription, attribute.isTransient { continue }
-            let index = property.index
-            let isToMany = (property as? RelationshipDescription)?.isToMany == true
-            let outcome = mergePolicy.type.outcome(
-                changedHere: object.changedIndices.contains(index), changedThere: changedThere(index), atSave: atSave)
-            switch outcome {
-            case .keepMine:
-                continue
-            case .keepMineAsChanged:
-                if !isToMany { object.changedIndices.insert(index) }
-            case .takeTheirs, .takeTheirsDroppingMine:
-                if outcome == .takeTheirsDroppingMine { object.changedIndices.remove(index) }
-                if isToMany {
-                    if outcome == .takeTheirsDroppingMine { object.toMany[index] = nil }
-                } else {
-                    values[index] = newer.values[index]
-                    object.boxed[index] = nil
-                }
-            }
+        let policy = mergePolicy.type
+        object.merge(newer) { index, changedHere in
+            policy.outcome(changedHere: changedHere, changedThere: changedThere(index), atSave: atSave)
         }
-        object.values = values
-        object.snapshot = newer
         if object.changedIndices.isEmpty && object.state.settleIfNoChangesLeft() {
             changes.forgetUpdate(object)
         }
@@ -154,8 +134,7 @@ extension ManagedObjectContext {
                     invalidate(object)
                 } else {
                     // The context's object wins: written again, under its ID.
-                    object.snapshot = nil
-                    object.changedIndices = []
+                    object.forgetSnapshotAndChanges()
                     object.state.reinsert()
                     changes.forgetUpdate(object)
                     changes.recordInsert(object)
@@ -168,11 +147,9 @@ extension ManagedObjectContext {
                     object.state.discardChanges()
                     changes.forgetDelete(object)
                     changes.forgetUpdate(object)
-                    object.values = persisted.values
-                    object.changedIndices = []
-                    object.toMany = [:]
+                    object.revert(to: persisted)
                 }
-                object.snapshot = persisted
+                object.rebase(on: persisted)
                 continue
             }
             let previous = object.snapshot
@@ -232,23 +209,14 @@ extension ManagedObjectContext {
             object.objectID = existing
             registered[existing] = WeakObject(object)
             changes.forgetInsert(object)
-            object.snapshot = persisted
+            object.rebase(on: persisted)
             switch mergePolicy.type {
             case .mergeByPropertyObjectTrump, .overwrite:
-                object.changedIndices = []
-                for property in object.entity.properties {
-                    if let attribute = property as? AttributeDescription, attribute.isTransient { continue }
-                    if let relationship = property as? RelationshipDescription, relationship.isToMany { continue }
-                    object.changedIndices.insert(property.index)
-                }
+                object.markEveryStoredPropertyChanged()
                 object.state.becomeExistingRow(changed: true)
                 changes.recordUpdate(object)
             default:
-                var values = persisted.values
-                for attribute in object.entity.attributes where attribute.isTransient { values[attribute.index] = object.values[attribute.index] }
-                object.values = values
-                object.boxed = [:]
-                object.changedIndices = []
+                object.takeStoredValues(of: persisted)
                 let relationshipChanges = object.toMany.values.contains(where: \.hasChanges)
                 object.state.becomeExistingRow(changed: relationshipChanges)
                 if relationshipChanges { changes.recordUpdate(object) }

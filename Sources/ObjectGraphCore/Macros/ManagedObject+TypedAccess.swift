@@ -68,7 +68,7 @@ extension ManagedObject {
         guard let value = try? JSONDecoder().decode(T.self, from: data) else {
             fatalError("ObjectGraph: \(entity.name).\(entity.properties[index].name) of \(objectID) holds data that does not decode as \(T.self)")
         }
-        boxed[index] = value
+        cacheDecoded(value, at: index)
         return value
     }
 

@@ -29,22 +29,23 @@ open class ManagedObject: Hashable, CustomStringConvertible {
 
     // The state below is used only on the context's queue (checked in debug builds), so the
     // dynamic exclusivity checks Swift adds to class properties are turned off: they cost more than
-    // the work of a property access.
+    // the work of a property access. The object's data (values to batch) is written only in this
+    // file: by the accessors, and by the named transitions at its end that contexts call.
 
     /// Current values by property index (attributes, to-one as `.objectID`); empty while a fault.
-    @exclusivity(unchecked) var values: [Value] = []
+    @exclusivity(unchecked) fileprivate(set) var values: [Value] = []
     /// The values as last read from or written to the store (or the parent); nil for a new object.
-    @exclusivity(unchecked) var snapshot: Snapshot?
+    @exclusivity(unchecked) fileprivate(set) var snapshot: Snapshot?
     /// Properties changed since the last save.
-    @exclusivity(unchecked) var changedIndices = PropertyMask()
+    @exclusivity(unchecked) fileprivate(set) var changedIndices = PropertyMask()
     /// To-many relationships, by property index, once touched.
-    @exclusivity(unchecked) var toMany: [Int: RelationshipValue] = [:]
+    @exclusivity(unchecked) fileprivate(set) var toMany: [Int: RelationshipValue] = [:]
     /// Decoded transformable values and values of the wrong type, by property index.
-    @exclusivity(unchecked) var boxed: [Int: Any] = [:]
+    @exclusivity(unchecked) fileprivate(set) var boxed: [Int: Any] = [:]
     /// Lifecycle state: the phase and the marks other owners keep; changed only by its transitions.
     @exclusivity(unchecked) var state = ObjectState()
     /// For objects of a batched fetch: the batch to fulfil together.
-    @exclusivity(unchecked) var batch: FaultBatch?
+    @exclusivity(unchecked) fileprivate(set) var batch: FaultBatch?
 
     /// Creates an object of `entity`, inserted into `context` when one is given.
     ///
@@ -353,141 +354,272 @@ open class ManagedObject: Hashable, CustomStringConvertible {
         return value
     }
 
-    /// The destination IDs of a to-many relationship, loading them when needed.
-    func destinationIDs(_ relationship: RelationshipDescription) -> [ManagedObjectID] {
-        fireFaultIfNeeded()
-        let value = relationshipValue(relationship)
-        if !value.isLoaded { managedObjectContext?.loadToMany(relationship, of: [self]) }
-        return value.ids
+    /// Sets a to-one relationship's stored value (the accessors' write; no change tracking).
+    func storeToOne(_ id: ManagedObjectID?, at index: Int) {
+        values[index] = id.map(Value.objectID) ?? .null
+    }
+}
+
+// MARK: - The object's data: its transitions
+
+extension ManagedObject {
+    /// A fault's data: none (turning into a fault, a context's reset).
+    func dropData() {
+        values = []
+        snapshot = nil
+        boxed = [:]
+        toMany = [:]
+        changedIndices = []
     }
 
-    func destinationObjects(_ relationship: RelationshipDescription) -> [ManagedObject] {
-        let ids = destinationIDs(relationship)
-        guard let context = managedObjectContext else { return [] }
-        return ids.map { context.object(with: $0) }
-    }
-
-    func toOneID(_ relationship: RelationshipDescription) -> ManagedObjectID? {
-        fireFaultIfNeeded()
-        if case .objectID(let id) = values[relationship.index] { return id }
-        return nil
-    }
-
-    func setRelationship(_ newValue: Any?, _ relationship: RelationshipDescription, maintainInverse: Bool = true) {
-        fireFaultIfNeeded()
-        if relationship.isToMany {
-            var objects: [ManagedObject]
-            switch newValue {
-            case nil, is NSNull: objects = []
-            case let set as Set<ManagedObject>: objects = Array(set)
-            case let array as [ManagedObject]: objects = array
-            case let sequence as any Sequence:
-                objects = sequence.compactMap { $0 as? ManagedObject }
-            default:
-                fatalError("ObjectGraph: '\(entity.name).\(relationship.name)' is to-many; set a Set<ManagedObject> or [ManagedObject], not \(type(of: newValue!)) (object \(objectID))")
+    /// A row read for the object (a fault fired, a fetch): the row's values, transient attributes
+    /// at their defaults (they are not stored), and the row as the snapshot.
+    func fill(from row: Snapshot) {
+        values = row.values
+        if entity.storedAttributes.count != entity.attributes.count {
+            for attribute in entity.attributes where attribute.isTransient {
+                values[attribute.index] = attribute.defaultStoredValue
             }
-            replaceDestinations(of: relationship, with: objects, maintainInverse: maintainInverse)
+        }
+        snapshot = row
+        boxed = [:]
+    }
+
+    /// A new object's values: the model's defaults, transformable ones kept decoded.
+    func fillForInsert() {
+        values = entity.properties.map { ($0 as? AttributeDescription)?.defaultStoredValue ?? .null }
+        for attribute in entity.attributes where attribute.attributeType == .transformable {
+            if let defaultValue = attribute.defaultValue { boxed[attribute.index] = defaultValue }
+        }
+    }
+
+    /// The data of an object whose row is gone: default values, to-many relationships loaded and
+    /// empty.
+    func fillWithDefaults() {
+        values = entity.properties.map { ($0 as? AttributeDescription)?.defaultStoredValue ?? .null }
+        for relationship in entity.relationships where relationship.isToMany {
+            toMany[relationship.index] = RelationshipValue(isOrdered: relationship.isOrdered, loaded: true)
+        }
+    }
+
+    /// A child's inserted object taken by its parent context: the child's values, no snapshot,
+    /// to-many relationships loaded and empty (the caller adds the child's destinations).
+    func fillAsInserted(values inserted: [Value]) {
+        values = inserted
+        boxed = [:]
+        toMany = [:]
+        snapshot = nil
+        batch = nil
+        for relationship in entity.relationships where relationship.isToMany {
+            toMany[relationship.index] = RelationshipValue(isOrdered: relationship.isOrdered, loaded: true)
+        }
+    }
+
+    /// The stored values of `row` with the object's own transient values; decoded values dropped,
+    /// nothing changed (a merge of a newer row, a conflict resolved for the store's version).
+    func takeStoredValues(of row: Snapshot) {
+        var taken = row.values
+        for attribute in entity.attributes where attribute.isTransient && attribute.index < values.count {
+            taken[attribute.index] = values[attribute.index]
+        }
+        values = taken
+        boxed = [:]
+        changedIndices = []
+    }
+
+    /// A newer row for an object without changes: its stored values and snapshot; to-many
+    /// relationships load again when next used.
+    func takeNewer(_ row: Snapshot) {
+        takeStoredValues(of: row)
+        snapshot = row
+        toMany = [:]
+    }
+
+    /// The version conflicts are checked against from now on, the values unchanged.
+    func rebase(on row: Snapshot) {
+        snapshot = row
+    }
+
+    /// Forgets the snapshot and the changed properties: the object's row is gone (deleted
+    /// elsewhere), or it is to be written again as new.
+    func forgetSnapshotAndChanges() {
+        snapshot = nil
+        changedIndices = []
+    }
+
+    /// Unsaved changes discarded: the snapshot's values again (a rollback).
+    func revertToSnapshot() {
+        changedIndices = []
+        guard let snapshot else { return }
+        values = snapshot.values
+        boxed = [:]
+        toMany = [:]
+    }
+
+    /// Unsaved changes discarded for the version `row` (a deleted object a rollback policy brings
+    /// back): its values and snapshot.
+    func revert(to row: Snapshot) {
+        values = row.values
+        changedIndices = []
+        toMany = [:]
+        snapshot = row
+    }
+
+    /// Every stored property marked changed: the object is written whole at the next save.
+    func markEveryStoredPropertyChanged() {
+        changedIndices = []
+        for property in entity.properties {
+            if let attribute = property as? AttributeDescription, attribute.isTransient { continue }
+            if let relationship = property as? RelationshipDescription, relationship.isToMany { continue }
+            changedIndices.insert(property.index)
+        }
+    }
+
+    /// Merges a newer version property by property, as `outcome` decides for each stored
+    /// property (`changedHere` says whether the object changed it); transient attributes stay the
+    /// object's own. The newer version becomes the snapshot.
+    func merge(_ newer: Snapshot, outcome: (_ index: Int, _ changedHere: Bool) -> MergePolicy.PolicyType.PropertyOutcome) {
+        var merged = values
+        for property in entity.properties where property.index < newer.values.count {
+            if let attribute = property as? AttributeDescription, attribute.isTransient { continue }
+            let index = property.index
+            let isToMany = (property as? RelationshipDescription)?.isToMany == true
+            switch outcome(index, changedIndices.contains(index)) {
+            case .keepMine:
+                continue
+            case .keepMineAsChanged:
+                if !isToMany { changedIndices.insert(index) }
+            case .takeTheirs:
+                if !isToMany {
+                    merged[index] = newer.values[index]
+                    boxed[index] = nil
+                }
+            case .takeTheirsDroppingMine:
+                changedIndices.remove(index)
+                if isToMany {
+                    toMany[index] = nil
+                } else {
+                    merged[index] = newer.values[index]
+                    boxed[index] = nil
+                }
+            }
+        }
+        values = merged
+        snapshot = newer
+    }
+
+    /// A stored value set from elsewhere (a child's save, in its parent): false when the object
+    /// had it already. The caller marks the property changed.
+    func takeValue(_ value: Value, at index: Int) -> Bool {
+        if values[index] == value && boxed[index] == nil { return false }
+        values[index] = value
+        boxed[index] = nil
+        return true
+    }
+
+    /// A to-one relationship whose destination is gone: nil in the values and in the snapshot.
+    func clearToOne(at index: Int) {
+        values[index] = .null
+        if var row = snapshot, index < row.values.count {
+            row.values[index] = .null
+            snapshot = row
+        }
+    }
+
+    /// Forgets a loaded to-many relationship: it loads again when next used.
+    func forgetToMany(at index: Int) {
+        toMany[index] = nil
+    }
+
+    /// Forgets the loaded to-many relationships without unsaved changes.
+    func forgetUnchangedToManyRelationships() {
+        for (index, value) in toMany where !value.hasChanges { toMany[index] = nil }
+    }
+
+    /// Marks the to-many relationships not loaded yet as held elsewhere (an ancestor's inserted
+    /// object seen in a child): they load from the parent when used, rather than start empty.
+    func markMissingToManyRelationshipsUnloaded() {
+        for relationship in entity.relationships where relationship.isToMany && toMany[relationship.index] == nil {
+            toMany[relationship.index] = RelationshipValue(isOrdered: relationship.isOrdered, loaded: false)
+        }
+    }
+
+    /// Rewrites the object IDs in the values and the snapshot by `mapping` (permanent IDs for
+    /// temporary ones).
+    func remapObjectIDs(_ mapping: [ManagedObjectID: ManagedObjectID]) {
+        func remap(_ values: inout [Value]) -> Bool {
+            var changed = false
+            for (index, value) in values.enumerated() {
+                if case .objectID(let id) = value, let permanent = mapping[id] {
+                    values[index] = .objectID(permanent)
+                    changed = true
+                }
+            }
+            return changed
+        }
+        _ = remap(&values)
+        if var row = snapshot, remap(&row.values) { snapshot = row }
+    }
+
+    /// The object as saved: `row` (the store's version, when it gave one) becomes the snapshot,
+    /// with the object's transient values kept; else object IDs are rewritten by `permanentID`.
+    /// To-many changes are committed; nothing is changed any more.
+    func settleAsSaved(row: Snapshot?, aliases: [ManagedObjectID: ManagedObjectID], permanentID: (ManagedObjectID) -> ManagedObjectID?) {
+        if var row {
+            for attribute in entity.attributes where attribute.isTransient { row.values[attribute.index] = values[attribute.index] }
+            values = row.values
+            snapshot = row
         } else {
-            let object: ManagedObject?
-            switch newValue {
-            case nil, is NSNull: object = nil
-            case let o as ManagedObject: object = o
-            default:
-                fatalError("ObjectGraph: '\(entity.name).\(relationship.name)' is to-one; set a ManagedObject, not \(type(of: newValue!)) (object \(objectID))")
-            }
-            if let object { managedObjectContext?.checkSameContext(object, relationship: relationship, source: self) }
-            setToOne(relationship, to: object, maintainInverse: maintainInverse)
+            values = values.map { if case .objectID(let id) = $0, let permanent = permanentID(id) { .objectID(permanent) } else { $0 } }
         }
+        for value in toMany.values {
+            value.remap(aliases)
+            value.commit()
+        }
+        changedIndices = []
     }
 
-    /// Sets a to-one relationship and, when asked, its inverse on both the old and new destination.
-    func setToOne(_ relationship: RelationshipDescription, to object: ManagedObject?, maintainInverse: Bool) {
-        fireFaultIfNeeded()
-        let oldID = toOneID(relationship)
-        let newID = object?.objectID
-        if oldID == newID { return }
-        registerUndoOfStored(relationship.index)
-        values[relationship.index] = newID.map(Value.objectID) ?? .null
-        markChanged(relationship.index)
-        guard maintainInverse, let inverse = relationship.inverseRelationship, let context = managedObjectContext else { return }
-        if let oldID, let old = context.existingRegisteredOrFault(oldID) {
-            if inverse.isToMany {
-                old.removeDestination(self.objectID, from: inverse)
-            } else if old.toOneID(inverse) == objectID {
-                old.setToOne(inverse, to: nil, maintainInverse: false)
-            }
-        }
-        if let object {
-            if inverse.isToMany {
-                object.addDestination(self.objectID, to: inverse)
-            } else {
-                // One-to-one: the new destination leaves its previous partner.
-                if let previous = object.toOneID(inverse), previous != objectID, let partner = context.existingRegisteredOrFault(previous) {
-                    if partner.toOneID(relationship) == object.objectID { partner.setToOne(relationship, to: nil, maintainInverse: false) }
-                }
-                object.setToOne(inverse, to: self, maintainInverse: false)
-            }
-        }
+    /// The unsaved changes of a non-fault object, kept to be put back after a refresh.
+    struct UnsavedChanges {
+        fileprivate let changed: PropertyMask
+        fileprivate let values: [Value]
+        fileprivate let boxed: [Int: Any]
+        fileprivate let toMany: [Int: RelationshipValue]
     }
 
-    /// Adds one destination to a to-many relationship (without its inverse).
-    func addDestination(_ id: ManagedObjectID, to relationship: RelationshipDescription) {
-        changeDestination(id, of: relationship, adding: true)
+    var unsavedChanges: UnsavedChanges {
+        UnsavedChanges(changed: changedIndices, values: values, boxed: boxed, toMany: toMany)
     }
 
-    /// Removes one destination from a to-many relationship (without its inverse).
-    func removeDestination(_ id: ManagedObjectID, from relationship: RelationshipDescription) {
-        changeDestination(id, of: relationship, adding: false)
+    /// Puts unsaved changes back over freshly read values (a refresh that keeps changes).
+    func restore(_ changes: UnsavedChanges) {
+        for index in changes.changed {
+            values[index] = changes.values[index]
+            if let box = changes.boxed[index] { boxed[index] = box }
+            if let value = changes.toMany[index] { toMany[index] = value }
+        }
+        changedIndices = changes.changed
     }
 
-    /// Adds (`adding`) or removes one destination of a to-many relationship, without its inverse;
-    /// a change that happens registers the opposite one for undo.
-    private func changeDestination(_ id: ManagedObjectID, of relationship: RelationshipDescription, adding: Bool) {
-        fireFaultIfNeeded()
-        let destinations = relationshipValue(relationship)
-        guard adding ? destinations.add(id) : destinations.remove(id) else { return }
-        if let context = managedObjectContext, context.undoManager != nil {
-            context.registerUndo(of: self) { _, object in object.changeDestination(id, of: relationship, adding: !adding) }
-        }
-        markChanged(relationship.index)
+    /// A stored property put back as it was, value and decoded value (an undo).
+    func putBack(_ value: Value, _ box: Any?, at index: Int) {
+        values[index] = value
+        boxed[index] = box
     }
 
-    /// Replaces a to-many relationship's destinations, keeping inverses in sync.
-    func replaceDestinations(of relationship: RelationshipDescription, with objects: [ManagedObject], maintainInverse: Bool) {
-        guard let context = managedObjectContext else { return }
-        for object in objects { context.checkSameContext(object, relationship: relationship, source: self) }
-        let old = destinationIDs(relationship)
-        let oldSet = Set(old)
-        let newIDs = objects.map(\.objectID)
-        let newSet = Set(newIDs)
-        let removed = old.filter { !newSet.contains($0) }
-        let added = objects.filter { !oldSet.contains($0.objectID) }
-        let value = relationshipValue(relationship)
-        if removed.isEmpty && added.isEmpty && (!relationship.isOrdered || old == newIDs) { return }
-        registerUndoOfDestinations(relationship, old)
-        value.replace(with: newIDs)
-        markChanged(relationship.index)
-        guard maintainInverse, let inverse = relationship.inverseRelationship else { return }
-        // Fault the other sides in together rather than one by one.
-        context.fulfillFaults(removed.compactMap { context.registeredObject(for: $0) } + added)
-        for id in removed {
-            guard let other = context.existingRegisteredOrFault(id) else { continue }
-            if inverse.isToMany {
-                other.removeDestination(objectID, from: inverse)
-            } else if other.toOneID(inverse) == objectID {
-                other.setToOne(inverse, to: nil, maintainInverse: false)
-            }
-        }
-        for other in added {
-            if inverse.isToMany {
-                other.addDestination(objectID, to: inverse)
-            } else {
-                if let previousID = other.toOneID(inverse), previousID != objectID, let previous = context.existingRegisteredOrFault(previousID) {
-                    previous.removeDestination(other.objectID, from: relationship)
-                }
-                other.setToOne(inverse, to: self, maintainInverse: false)
-            }
-        }
+    /// A decoded value kept beside its stored form.
+    func cacheDecoded(_ value: Any, at index: Int) {
+        boxed[index] = value
+    }
+
+    /// Joins the batch of a batched fetch: its faults are filled together.
+    func join(_ batch: FaultBatch) {
+        self.batch = batch
+    }
+
+    /// Leaves its batch (the batch is being filled).
+    func leaveBatch() {
+        batch = nil
     }
 }
 
