@@ -126,20 +126,17 @@ extension ManagedObjectContext {
     /// Runs a block on the parent's queue and waits for it. The caller stays recorded as entered,
     /// so work the parent sends back down to it runs inline rather than waiting for its queue.
     func withParent<T>(_ parent: ManagedObjectContext, _ body: () throws -> T) rethrows -> T {
-        try EnteredContexts.with(self) { try parent.performAndWait(body) }
+        try EnteredContexts.with(scheduler) { try parent.performAndWait(body) }
     }
 
     /// Runs work on the context's queue: now when the caller may use the context (its block is
     /// running further up this thread), else after the blocks already submitted (`perform`); a
     /// confinement context on another thread runs it at its next save, fetch or `perform`.
     func deliver(_ work: @escaping @Sendable (ManagedObjectContext) -> Void) {
-        if isOnQueue {
-            work(self)
-            return
-        }
-        switch concurrencyType {
-        case .privateQueue, .mainQueue: enqueue { work(self) }
-        case .confinement: nesting.post(work)
+        switch scheduler.delivery {
+        case .now: work(self)
+        case .enqueued: enqueue { work(self) }
+        case .mail: nesting.post(work)
         }
     }
 
