@@ -84,7 +84,7 @@ extension PersistentContainer {
         case other
 
         static func current(viewContext: ManagedObjectContext?) -> Caller {
-            if let viewContext, EnteredContexts.contains(viewContext) { return .mainQueue }
+            if let viewContext, EnteredContexts.contains(viewContext.scheduler) { return .mainQueue }
             if Thread.isMainThread { return .mainThread }
             _ = ConcurrencyChecks.mainTag
             if DispatchQueue.getSpecific(key: ConcurrencyChecks.queueKey) === ConcurrencyChecks.mainTag { return .mainQueue }

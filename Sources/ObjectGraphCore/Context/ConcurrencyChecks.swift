@@ -44,10 +44,10 @@ final class QueueTag: Sendable {
     init(label: String) { self.label = label }
 }
 
-/// The contexts whose blocks the current thread is running, innermost last. A thread inside
-/// `a.performAndWait { b.performAndWait { ... } }` holds both queues: `getSpecific` sees only b's,
-/// so a nested `a.performAndWait` must be recognised from this list and run inline (a `sync` onto
-/// a queue the thread already holds would deadlock).
+/// The contexts whose blocks the current thread is running, innermost last, each recorded by its
+/// ``ContextScheduler``. A thread inside `a.performAndWait { b.performAndWait { ... } }` holds both
+/// queues: `getSpecific` sees only b's, so a nested `a.performAndWait` must be recognised from this
+/// list and run inline (a `sync` onto a queue the thread already holds would deadlock).
 enum EnteredContexts {
     private final class Stack {
         var contexts: [ObjectIdentifier] = []
@@ -74,9 +74,9 @@ enum EnteredContexts {
         return stack
     }
 
-    static func contains(_ context: ManagedObjectContext) -> Bool {
+    static func contains(_ scheduler: ContextScheduler) -> Bool {
         guard let pointer = pthread_getspecific(key) else { return false }
-        return Unmanaged<Stack>.fromOpaque(pointer).takeUnretainedValue().contexts.contains(ObjectIdentifier(context))
+        return Unmanaged<Stack>.fromOpaque(pointer).takeUnretainedValue().contexts.contains(ObjectIdentifier(scheduler))
     }
 
     /// Whether the thread runs a block entered synchronously from the main queue (the main queue
@@ -86,16 +86,11 @@ enum EnteredContexts {
         return Unmanaged<Stack>.fromOpaque(pointer).takeUnretainedValue().mainQueueHolds > 0
     }
 
-    /// Runs `body` with `context` recorded as entered on this thread (and the main queue as held,
-    /// when the caller waits on it).
-    static func with<T>(_ context: ManagedObjectContext, holdingMainQueue: Bool = false, _ body: () throws -> T) rethrows -> T {
-        try with(ObjectIdentifier(context), holdingMainQueue: holdingMainQueue, body)
-    }
-
-    /// ``with(_:holdingMainQueue:_:)`` for the context with this identity.
-    static func with<T>(_ context: ObjectIdentifier, holdingMainQueue: Bool = false, _ body: () throws -> T) rethrows -> T {
+    /// Runs `body` with the context of `scheduler` recorded as entered on this thread (and the main
+    /// queue as held, when the caller waits on it).
+    static func with<T>(_ scheduler: ContextScheduler, holdingMainQueue: Bool = false, _ body: () throws -> T) rethrows -> T {
         let stack = self.stack
-        stack.contexts.append(context)
+        stack.contexts.append(ObjectIdentifier(scheduler))
         if holdingMainQueue { stack.mainQueueHolds += 1 }
         defer {
             stack.contexts.removeLast()

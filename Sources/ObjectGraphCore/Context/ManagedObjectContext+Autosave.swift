@@ -24,7 +24,7 @@ extension ManagedObjectContext {
     /// It is a programmer error to autosave a `.confinement` context (nothing else may run on its
     /// thread), or to give an interval that is not positive.
     public func startAutosaving(every interval: Duration, onError: (@Sendable (any Error) -> Void)? = nil) {
-        precondition(concurrencyType != .confinement, "ObjectGraph: context '\(debugName)' is a confinement context; only queue-based contexts can autosave")
+        precondition(scheduler.isQueueBased, "ObjectGraph: context '\(debugName)' is a confinement context; only queue-based contexts can autosave")
         let seconds = interval / .seconds(1)
         precondition(seconds > 0, "ObjectGraph: the autosave interval of context '\(debugName)' must be positive, not \(interval)")
         let leeway = DispatchTimeInterval.microseconds(Int(min(seconds * 100_000, 1_000_000)))  // a tenth, at most a second

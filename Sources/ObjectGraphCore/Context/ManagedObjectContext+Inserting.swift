@@ -89,10 +89,10 @@ extension ManagedObjectContext {
     func noteUnreportedChange(_ object: ManagedObject) {
         guard object.state.noteUnreported() else { return }
         changes.recordUnreported(object)
-        if concurrencyType == .mainQueue && !isMainQueueTurnScheduled {
+        if scheduler.hasMainRunLoopTurns && !isMainQueueTurnScheduled {
             // Core Data processes a main-queue context's changes at the end of the run loop's turn.
             isMainQueueTurnScheduled = true
-            DispatchQueue.main.async { [weak self] in
+            scheduler.atEndOfMainRunLoopTurn { [weak self] in
                 guard let self else { return }
                 self.isMainQueueTurnScheduled = false
                 if !self.changes.pendingDeletes.isEmpty || !self.changes.unreported.isEmpty { self.processPendingChanges() }

@@ -127,13 +127,10 @@ extension ManagedObjectContext {
     /// running further up this thread), else after the blocks already submitted (`perform`); a
     /// confinement context on another thread runs it at its next save, fetch or `perform`.
     func deliver(_ work: @escaping @Sendable (ManagedObjectContext) -> Void) {
-        if isOnQueue {
-            work(self)
-            return
-        }
-        switch concurrencyType {
-        case .privateQueue, .mainQueue: enqueue { work(self) }
-        case .confinement: nesting.post(work)
+        switch scheduler.delivery {
+        case .now: work(self)
+        case .enqueued: enqueue { work(self) }
+        case .mail: nesting.post(work)
         }
     }
 

@@ -22,7 +22,7 @@ extension ManagedObjectContext: ParentStore {
     /// The context as it asks its parent store: its identity, names and query generation now.
     var storeRequester: StoreRequester {
         StoreRequester(
-            context: ObjectIdentifier(self), number: number, name: name, transactionAuthor: transactionAuthor, generation: readingGeneration)
+            context: ObjectIdentifier(self), scheduler: scheduler, number: number, name: name, transactionAuthor: transactionAuthor, generation: readingGeneration)
     }
 
     /// Permanent IDs for temporary ones, from the coordinator through the chain. The chain's root

@@ -167,11 +167,8 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
 
     /// The coordinator set on the context (a root context's); a child's is its parent's.
     private(set) var rootCoordinator: PersistentStoreCoordinator?
-    let queue: DispatchQueue?
-    let tag: QueueTag
-    /// A private-queue context's queue as an actor: `await perform` runs there.
-    let queueActor: ContextQueueActor?
-    private let owningThread: pthread_t
+    /// Where the context's blocks run, and whether the caller is there.
+    let scheduler: ContextScheduler
     private let recursiveLock = NSRecursiveLock()
 
     /// Registered objects by ID, held weakly: an object the program drops goes away, and its entry
@@ -204,23 +201,8 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
     /// Creates a context of the given type.
     public init(concurrencyType: ConcurrencyType) {
         self.concurrencyType = concurrencyType
-        self.owningThread = pthread_self()
         self.number = Self.counter.add(1, ordering: .relaxed).newValue
-        switch concurrencyType {
-        case .privateQueue:
-            let executor = ContextQueueExecutor(label: "ObjectGraph.context.\(number)")
-            self.queue = executor.queue
-            self.tag = executor.tag
-            self.queueActor = ContextQueueActor(executor: executor)
-        case .mainQueue:
-            self.queue = DispatchQueue.main
-            self.tag = ConcurrencyChecks.mainTag
-            self.queueActor = nil
-        case .confinement:
-            self.queue = nil
-            self.tag = QueueTag(label: "confinement context \(number)")
-            self.queueActor = nil
-        }
+        self.scheduler = ContextScheduler(concurrencyType, label: "ObjectGraph.context.\(number)")
     }
 
     private static let counter = Atomic<Int>(0)
@@ -273,21 +255,8 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
     // MARK: - Queue
 
     /// Whether the caller runs on the context's queue.
-    var isOnQueue: Bool {
-        switch concurrencyType {
-        case .mainQueue: ConcurrencyChecks.isOnMainQueue || EnteredContexts.contains(self)
-        case .privateQueue: DispatchQueue.getSpecific(key: ConcurrencyChecks.queueKey) === tag || EnteredContexts.contains(self)
-        case .confinement: pthread_equal(owningThread, pthread_self()) != 0
-        }
-    }
-
-    private var queueDescription: String {
-        switch concurrencyType {
-        case .mainQueue: "the main queue"
-        case .privateQueue: "its private queue '\(tag.label)'"
-        case .confinement: "the thread that created it"
-        }
-    }
+    @inline(__always)
+    var isOnQueue: Bool { scheduler.isOnQueue }
 
     /// Stops the program when called off the context's queue (when checks are enabled).
     @inline(__always)
@@ -302,7 +271,7 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
     private func concurrencyViolation(_ operation: String, object: ManagedObject?) -> Never {
         let what = object.map { "object \($0.objectID) of context '\(debugName)'" } ?? "context '\(debugName)'"
         fatalError("""
-            ObjectGraph concurrency violation: \(operation) on \(what), which belongs to \(queueDescription), \
+            ObjectGraph concurrency violation: \(operation) on \(what), which belongs to \(scheduler.queueDescription), \
             was called from \(ConcurrencyChecks.currentThreadDescription()). A context and its objects must be used \
             only on the context's queue: wrap the call in context.perform { } or context.performAndWait { }, and pass \
             objectIDs, not objects, between queues.
@@ -322,26 +291,11 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
     /// then rather than stopping the program.
     @discardableResult
     func enqueue(_ block: @escaping @Sendable () -> Void) -> Bool {
-        switch concurrencyType {
-        case .privateQueue, .mainQueue:
-            let tracker = activityTracker
-            guard tracker?.blockSubmitted() != false else { return false }
-            queue!.async { [self] in
-                EnteredContexts.with(self) {
-                    block()
-                    endOfBlock()
-                }
-                tracker?.blockFinished()
-            }
-        case .confinement:
-            guard isOnQueue else {
-                fatalError("ObjectGraph: perform(_:) on confinement context '\(debugName)' from \(ConcurrencyChecks.currentThreadDescription()); a confinement context runs only on the thread that created it")
-            }
+        scheduler.enqueue(countedBy: activityTracker, contextName: debugName) { [self] in
             deliverMailIfNeeded()
             block()
             endOfBlock()
         }
-        return true
     }
 
     /// Runs a block synchronously on the context's queue and returns its result. Reentrant: called
@@ -353,20 +307,10 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
             endOfBlock()
             return result
         }
-        switch concurrencyType {
-        case .privateQueue, .mainQueue:
-            // A caller on the main queue keeps holding it while it waits: main-queue contexts stay
-            // usable inline below (a child's fault or save reaching a main-queue parent).
-            let holdsMainQueue = concurrencyType == .privateQueue && ConcurrencyChecks.isOnMainQueue
-            return try queue!.sync {
-                try EnteredContexts.with(self, holdingMainQueue: holdsMainQueue) {
-                    let result = try block()
-                    endOfBlock()
-                    return result
-                }
-            }
-        case .confinement:
-            fatalError("ObjectGraph: performAndWait(_:) on confinement context '\(debugName)' from \(ConcurrencyChecks.currentThreadDescription()); a confinement context runs only on the thread that created it")
+        return try scheduler.runAndWait(contextName: debugName) {
+            let result = try block()
+            endOfBlock()
+            return result
         }
     }
 
@@ -386,20 +330,10 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
         let tracker = activityTracker
         guard tracker?.blockSubmitted() != false else { refuseWorkAfterShutdown("perform(schedule:_:)") }
         defer { tracker?.blockFinished() }
-        // The block runs as a job of the queue's executor (the main actor's for a main-queue
-        // context): the task hops there and back, and the runtime knows where it runs.
-        let run: @Sendable () -> Result<T, E> = { [self] in
-            EnteredContexts.with(self) {
-                let result = Result<T, E> { () throws(E) -> T in try block() }
-                endOfBlock()
-                return result
-            }
-        }
-        let result: Result<T, E>
-        switch concurrencyType {
-        case .privateQueue: result = await queueActor!.run(run)
-        case .mainQueue: result = await MainActor.run(body: run)
-        case .confinement: result = run()
+        let result = await scheduler.run { [self] in
+            let result = Result<T, E> { () throws(E) -> T in try block() }
+            endOfBlock()
+            return result
         }
         return try result.get()
     }

@@ -112,9 +112,11 @@ protocol ParentStore: AnyObject, Sendable {
 /// queue, so that neither the coordinator nor a parent context calls back into the requesting
 /// context.
 struct StoreRequester: Sendable {
-    /// The requesting context's identity: a parent context records it as entered while it answers
-    /// (work it hands back down then runs inline), and does not hand a child's save back to it.
+    /// The requesting context's identity: a parent context does not hand a child's save back to it.
     let context: ObjectIdentifier
+    /// The requesting context's scheduler, which a parent context records as entered while it
+    /// answers: work it hands back down then runs inline.
+    let scheduler: ContextScheduler
     /// The context's number, which names it in messages when it has no name.
     let number: Int
     /// The context's ``ManagedObjectContext/name``, recorded in persistent history.
@@ -136,7 +138,7 @@ struct StoreRequester: Sendable {
     /// Runs `body` on `parent`'s queue and waits for it. The requester stays recorded as entered,
     /// so work the parent sends back down to it runs inline rather than waiting for its queue.
     func waiting<T>(on parent: ManagedObjectContext, _ body: () throws -> T) rethrows -> T {
-        try EnteredContexts.with(context) { try parent.performAndWait(body) }
+        try EnteredContexts.with(scheduler) { try parent.performAndWait(body) }
     }
 }
 

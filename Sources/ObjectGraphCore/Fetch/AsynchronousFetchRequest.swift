@@ -40,7 +40,7 @@ public final class AsynchronousFetchRequest<ResultType>: PersistentStoreRequest 
     public override var requestType: PersistentStoreRequestType { .fetchRequestType }
 
     override func execute(in context: ManagedObjectContext) throws -> PersistentStoreResult {
-        guard context.concurrencyType != .confinement else {
+        guard context.scheduler.isQueueBased else {
             throw ObjectGraphError(
                 .unsupported,
                 "An asynchronous fetch needs a queue-based context; context '\(context.debugName)' is a confinement context")

@@ -11,7 +11,7 @@ struct ContextQueueExecutorTests {
     @Test func awaitPerformRunsAsAJobOfTheContextsExecutor() async throws {
         let stack = try TestStack(.inMemory)
         let context = stack.privateContext("executor")
-        let actor = try #require(context.queueActor)
+        let actor = try #require(context.scheduler.queueActor)
         let seen = await context.perform {
             // The runtime knows it runs in the context's actor; the context knows it is on its queue.
             actor.preconditionIsolated("await perform runs in the context's actor")
@@ -20,13 +20,13 @@ struct ContextQueueExecutorTests {
         }
         #expect(seen.0)
         #expect(seen.1 == 1)
-        #expect(!context.queueActor!.executor.isCurrent)
+        #expect(!context.scheduler.queueActor!.executor.isCurrent)
     }
 
     @Test func blocksThatDidNotComeThroughTheExecutorAreIsolatedToo() throws {
         let stack = try TestStack(.inMemory)
         let context = stack.privateContext("executor")
-        let actor = try #require(context.queueActor)
+        let actor = try #require(context.scheduler.queueActor)
         // performAndWait and perform(_:) run plain queue blocks: the runtime asks the executor's
         // checkIsolated(), which recognises its queue.
         let inWait = context.performAndWait {
