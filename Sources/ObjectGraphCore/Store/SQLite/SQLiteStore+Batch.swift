@@ -3,6 +3,8 @@ import GRDB
 import GRDBSQLite
 
 // Batch requests: each one transaction on the pool's writer, as set-based SQL with bound arguments.
+// Updates and deletes run the steps of a `BatchPlan`; the store finds the matching rows itself
+// (`SQLiteBatchMatcher`), and records persistent history around the plan.
 //
 //   insert  without uniqueness constraints: keys reserved in Z_PRIMARYKEY at once, then the prepared
 //           INSERT INTO "Root" (Z_PK, Z_ENT, Z_OPT, …) VALUES (?, …) stepped once per row; with them:
@@ -41,23 +43,13 @@ extension SQLiteStore {
     }
 
     private func runBatch(_ request: StoreBatchRequest, store: PersistentStore, _ db: Database) throws -> StoreBatchResult {
-        switch request {
-        case .insert(let entity, let rows):
-            return try batchInsert(entity, rows, store: store, db)
-        case .update(let fetch, let values, let listing):
-            // Without history, a request nobody needs the IDs of skips the scan for them.
-            return try batchUpdate(fetch, values, listing: listing || historyTracking || values.isEmpty, store: store, db)
-        case .delete(let fetch, let listing):
-            if !listing && !historyTracking, let count = try deleteMatchingUnlisted(fetch, db) {
-                return StoreBatchResult(unlistedCount: count, unlistedEntities: count > 0 ? [fetch.entity] : [])
-            }
-            if let deleted = try deleteMatching(fetch, store: store, db) {
-                return try clearReferences(to: deleted, result: StoreBatchResult(affected: deleted, deleted: deleted), store: store, db)
-            }
-            return try batchDelete(try selectIDs(fetch, store: store, db), store: store, db)
-        case .deleteObjects(let ids):
-            return try batchDelete(try existingIDs(ids, store: store, db), store: store, db)
+        if case .insert(let entity, let rows) = request { return try batchInsert(entity, rows, store: store, db) }
+        let matcher = SQLiteBatchMatcher(store: self, persistentStore: store, db: db)
+        // History records every row by ID: without it, a request nobody needs the IDs of skips the scan for them.
+        guard let plan = try BatchPlan(request, schema: schema, tables: layouts, listsEveryRow: historyTracking, matcher: matcher) else {
+            return StoreBatchResult()
         }
+        return try plan.run(on: SQLiteSaveSession(store: self, persistentStore: store, db: db, files: nil), matcher: matcher, store: store)
     }
 
     // MARK: Insert
@@ -79,7 +71,8 @@ extension SQLiteStore {
             guard code == SQLITE_ROW else {
                 throw DatabaseError(resultCode: ResultCode(rawValue: code), message: String(cString: sqlite3_errmsg(db.sqliteConnection)))
             }
-            return id(key: sqlite3_column_int64(sqlite, 0), code: Int(sqlite3_column_int64(sqlite, 1)), store: store)
+            guard let found = schema.entity(forNumber: Int(sqlite3_column_int64(sqlite, 1))) else { return nil }
+            return ManagedObjectID(entity: found, store: store, primaryKey: sqlite3_column_int64(sqlite, 0))
         }
         let saved = try apply(plan.save, store: store, db: db)
         return plan.result(permanentIDs: saved.permanentIDs)
@@ -126,207 +119,65 @@ extension SQLiteStore {
         }
         return StoreBatchResult(affected: ids, inserted: ids)
     }
+}
 
-    // MARK: Update
+/// How the SQLite store finds the rows of a batch update or delete, inside the request's
+/// transaction: the predicate compiled by `SQLQueryBuilder`, its arguments bound as a fetch binds
+/// them; keys read through SQLite's C API.
+struct SQLiteBatchMatcher: BatchMatching {
+    let store: SQLiteStore
+    let persistentStore: PersistentStore
+    let db: Database
 
-    private func batchUpdate(
-        _ fetch: StoreFetchRequest, _ values: [(name: String, value: Value)], listing: Bool, store: PersistentStore, _ db: Database
-    ) throws -> StoreBatchResult {
-        let entity = fetch.entity
-        // The rows' IDs, for the result, the row cache and the merge: a SELECT, then an UPDATE with
-        // the same condition in the same transaction, matching the same rows. (RETURNING would make
-        // one statement of them, but costs SQLite 3.40 more than the two scans.) Unlisted, the
-        // UPDATE alone: SQLite counts the rows, and the row cache drops the entity's.
-        var ids: [ManagedObjectID] = []
-        if listing {
-            ids = try selectIDs(fetch, store: store, db)
-            guard !ids.isEmpty, !values.isEmpty else { return StoreBatchResult(affected: ids, updated: values.isEmpty ? [] : ids) }
-        }
-        let table = CoreDataLayout.quote(schema.tableName(for: entity))
-        var assignments: [String] = []
-        var assigned: [Value] = []
-        for (name, value) in values {
-            guard let attribute = entity.attributesByName[name] else { continue }
-            assignments.append("\(CoreDataLayout.quote(schema.columnName(for: attribute))) = ?")
-            assigned.append(try stored(value, for: attribute))
-        }
-        assignments.append("\(CoreDataLayout.versionColumn) = \(CoreDataLayout.versionColumn) + 1")
-        let set = assignments.joined(separator: ", ")
+    private var schema: CoreDataLayout { store.schema }
+    private var model: ManagedObjectModel { store.model }
+
+    /// One statement for every matching row; `values` bound through the C API, as a save binds
+    /// them. (`UPDATE … RETURNING` would make one statement of the scan for IDs and the update, but
+    /// costs SQLite 3.40 more than the two scans.)
+    func update(
+        _ fetch: StoreFetchRequest, assignments: String, values: [Value], where condition: BatchCondition?, reportRefusal: (String) throws -> Void
+    ) throws -> Int {
+        let table = CoreDataLayout.quote(schema.tableName(for: fetch.entity))
         // A predicate that joins other tables selects the keys in a subquery.
         let sql: String
         let arguments: [Value]
-        if let matching = try condition(of: fetch) {
-            sql = "UPDATE \(table) AS t0 SET \(set)\(matching.sql)"
-            arguments = matching.arguments
+        if let condition {
+            sql = "UPDATE \(table) AS t0 SET \(assignments)\(condition.sql)"
+            arguments = condition.arguments
         } else {
             let select = try SQLQueryBuilder.selectStatement(
-                schema: schema, entity: entity, includesSubentities: fetch.includesSubentities, predicate: fetch.predicate, columns: "t0.Z_PK")
-            sql = "UPDATE \(table) SET \(set) WHERE Z_PK IN (\(select.sql))"
+                schema: schema, entity: fetch.entity, includesSubentities: fetch.includesSubentities, predicate: fetch.predicate, columns: "t0.Z_PK")
+            sql = "UPDATE \(table) SET \(assignments) WHERE Z_PK IN (\(select.sql))"
             arguments = select.arguments
         }
-        count()
         let statement = try db.makeStatement(sql: sql)
         // The predicate's arguments bound as a fetch binds them, the new values as a save stores them.
-        statement.setArguments(assigned + arguments)
+        statement.setArguments(values + arguments)
         // The raw statement lives as long as `statement` (which finalizes it): keep it to the end.
         try withExtendedLifetime(statement) {
             let sqlite = statement.sqliteStatement
-            for (i, value) in assigned.enumerated() { try bind(value, to: sqlite, at: CInt(i + 1), db) }
+            for (i, value) in values.enumerated() { try store.bind(value, to: sqlite, at: CInt(i + 1), db) }
             do {
-                try step(sqlite, db)
+                try store.step(sqlite, db)
             } catch let error as DatabaseError where error.resultCode.primaryResultCode == .SQLITE_CONSTRAINT {
-                // A UNIQUE index (Core Data's, in every store) refused the update, which SQLite undid:
-                // the refusal the check below gives, for the constraint whose columns SQLite names.
-                let touched = uniquenessConstraints(touchedBy: entity, names: Set(values.map(\.name)))
-                let message = error.message ?? ""
-                guard let refused = touched.first(where: { constraint in
-                    constraint.attributes.allSatisfy { message.contains("." + schema.columnName(for: $0)) }
-                }) ?? touched.first else { throw error }
-                throw uniquenessError(updating: entity, owner: refused.owner, attributes: refused.attributes)
+                try reportRefusal(error.message ?? "")
+                throw error
             }
         }
-        let changed = db.changesCount
-        try checkUniqueness(afterUpdating: entity, names: Set(values.map(\.name)), db)
-        guard listing else { return StoreBatchResult(unlistedCount: changed, unlistedEntities: changed > 0 ? [entity] : []) }
-        return StoreBatchResult(affected: ids, updated: ids)
+        return db.changesCount
     }
 
-    /// The uniqueness constraints of the entity and its sub-entities that name an attribute in `names`.
-    private func uniquenessConstraints(touchedBy entity: EntityDescription, names: Set<String>)
-        -> [(owner: EntityDescription, attributes: [AttributeDescription])]
-    {
-        var constraints = RelationalLayout.uniquenessConstraints(of: entity).map { (owner: $0.1, attributes: $0.2) }
-        for sub in entity.selfAndDescendants.dropFirst() {
-            for constraint in sub.uniquenessConstraints {
-                constraints.append((sub, constraint.compactMap { sub.attributesByName[$0] }))
-            }
-        }
-        return constraints.filter { $0.attributes.contains(where: { names.contains($0.name) }) }
-    }
-
-    private func uniquenessError(updating entity: EntityDescription, owner: EntityDescription, attributes: [AttributeDescription]) -> ObjectGraphError {
-        let keys = attributes.map(\.name).joined(separator: ", ")
-        return ObjectGraphError(
-            .constraintConflict,
-            "Batch update of \(entity.name) would give several \(owner.name) objects the same \(keys), which must be unique; nothing was written",
-            entityName: owner.name, key: keys)
-    }
-
-    /// Refuses an update that gave two rows the same values for a uniqueness constraint.
-    private func checkUniqueness(afterUpdating entity: EntityDescription, names: Set<String>, _ db: Database) throws {
-        for (owner, attributes) in uniquenessConstraints(touchedBy: entity, names: names) {
-            let codes = owner.selfAndDescendants.map { String(schema.entityNumber(for: $0)) }.joined(separator: ",")
-            let columns = attributes.map { CoreDataLayout.quote(schema.columnName(for: $0)) }
-            let present = columns.map { "\($0) IS NOT NULL" }.joined(separator: " AND ")
-            count()
-            let sql = """
-                SELECT 1 FROM \(CoreDataLayout.quote(schema.tableName(for: owner))) WHERE Z_ENT IN (\(codes)) AND \(present) \
-                GROUP BY \(columns.joined(separator: ", ")) HAVING COUNT(*) > 1 LIMIT 1
-                """
-            if try Int.fetchOne(db, sql: sql) != nil {
-                throw uniquenessError(updating: entity, owner: owner, attributes: attributes)
-            }
-        }
-    }
-
-    // MARK: Delete
-
-    private func batchDelete(_ initial: [ManagedObjectID], store: PersistentStore, _ db: Database) throws -> StoreBatchResult {
-        let all = try BatchDeleteClosure.closure(of: initial) { relationship, sources in
-            try destinations(of: relationship, for: sources, store: store, db)
-        }
-        guard !all.isEmpty else { return StoreBatchResult(affected: initial) }
-        for (rootCode, keys) in TableLayout.keysByRoot(all) {
-            let table = CoreDataLayout.quote(schema.tableName(for: model.entitiesByCode[rootCode]))
-            try executeInChunks(keys, db) { "DELETE FROM \(table) WHERE Z_PK IN (\($0))" }
-        }
-        return try clearReferences(to: all, result: StoreBatchResult(affected: initial, deleted: all), store: store, db)
-    }
-
-    /// Deletes the rows a fetch matches with one statement, when nothing needs them first: no cascade
-    /// or deny rule of the entity (or its sub-entities) to follow, no sort, limit or offset, no
-    /// join. Their IDs (read first, in the same transaction, with the same condition), or nil when
-    /// the request needs the general path. (`DELETE … RETURNING` would make one statement of the
-    /// two, but costs SQLite 3.40 several times the plain DELETE.)
-    /// Deletes the rows a fetch matches with one statement and no scan for their IDs, when nothing
-    /// needs them: the conditions of ``deleteMatching(_:store:_:)``, and no relationship of the model
-    /// leaves or reaches the entity's tree (no join rows, foreign keys or inverses to clear). The
-    /// number of rows deleted, or nil when the request needs its rows listed.
-    private func deleteMatchingUnlisted(_ fetch: StoreFetchRequest, _ db: Database) throws -> Int? {
-        let root = fetch.entity.rootEntity
-        for entity in model.entitiesByCode {
-            for relationship in entity.declaredProperties.compactMap({ $0 as? RelationshipDescription }) {
-                if entity.rootEntity === root || relationship.destinationEntity?.rootEntity === root { return nil }
-            }
-        }
-        guard let matching = try condition(of: fetch) else { return nil }
-        return try delete(fetch, where: matching, db)
-    }
-
-    /// Runs `DELETE FROM "Root" AS t0 WHERE <condition>`; the number of rows it deleted.
-    private func delete(_ fetch: StoreFetchRequest, where matching: (sql: String, arguments: [Value]), _ db: Database) throws -> Int {
-        count()
-        try db.makeStatement(sql: "DELETE FROM \(CoreDataLayout.quote(schema.tableName(for: fetch.entity))) AS t0\(matching.sql)", arguments: matching.arguments)
+    /// (`DELETE … RETURNING` would make one statement of the scan for IDs and the delete, but costs
+    /// SQLite 3.40 several times the plain DELETE.)
+    func delete(_ fetch: StoreFetchRequest, where condition: BatchCondition) throws -> Int {
+        try db.makeStatement(sql: "DELETE FROM \(CoreDataLayout.quote(schema.tableName(for: fetch.entity))) AS t0\(condition.sql)", arguments: condition.arguments)
             .execute()
         return db.changesCount
     }
 
-    private func deleteMatching(_ fetch: StoreFetchRequest, store: PersistentStore, _ db: Database) throws -> [ManagedObjectID]? {
-        let rules = fetch.entity.selfAndDescendants.flatMap(\.relationships).map(\.deleteRule)
-        guard !rules.contains(.cascade), !rules.contains(.deny), let matching = try condition(of: fetch) else { return nil }
-        let ids = try selectIDs(fetch, store: store, db)
-        guard !ids.isEmpty else { return ids }
-        _ = try delete(fetch, where: matching, db)
-        return ids
-    }
-
-    /// What deleting rows leaves behind, cleared: join-table rows naming them, hidden foreign keys of
-    /// to-many relationships without an inverse, and surviving rows' to-one relationships to them
-    /// (which get a new version and join `result.updated`).
-    private func clearReferences(to all: [ManagedObjectID], result: StoreBatchResult, store: PersistentStore, _ db: Database) throws -> StoreBatchResult {
-        var result = result
-        let keysByRoot = TableLayout.keysByRoot(all)
-        guard !keysByRoot.isEmpty else { return result }
-        for entity in model.entitiesByCode {
-            for relationship in entity.declaredProperties.compactMap({ $0 as? RelationshipDescription }) {
-                guard let destination = relationship.destinationEntity else { continue }
-                if relationship.usesJoinTable, case .foreignKey(let table, let column, _) = schema.storage(forToMany: relationship) {
-                    // A to-many without an inverse keeps a hidden foreign key in its destinations' rows:
-                    // those naming a deleted source are cleared.
-                    guard let keys = keysByRoot[entity.rootEntity.entityCode] else { continue }
-                    try executeInChunks(keys, db) {
-                        "UPDATE \(CoreDataLayout.quote(table)) SET \(CoreDataLayout.quote(column)) = NULL WHERE \(CoreDataLayout.quote(column)) IN (\($0))"
-                    }
-                } else if relationship.usesJoinTable {
-                    // Join-table rows naming a deleted object, on either side.
-                    guard case .joinTable(let table, let sourceColumn, let destinationColumn, _, _) = schema.storage(forToMany: relationship) else { continue }
-                    for (column, root) in [(sourceColumn, entity.rootEntity!), (destinationColumn, destination.rootEntity!)] as [(String, EntityDescription)] {
-                        guard let keys = keysByRoot[root.entityCode] else { continue }
-                        try executeInChunks(keys, db) { "DELETE FROM \(CoreDataLayout.quote(table)) WHERE \(column) IN (\($0))" }
-                    }
-                } else if !relationship.isToMany, let keys = keysByRoot[destination.rootEntity.entityCode] {
-                    // Surviving rows whose to-one pointed at a deleted row: cleared, with a new version.
-                    let table = CoreDataLayout.quote(schema.tableName(for: entity))
-                    let column = CoreDataLayout.quote(schema.columnName(for: relationship))
-                    var clear = "\(column) = NULL"
-                    if let entityColumn = schema.entityColumnName(forToOne: relationship) { clear += ", \(CoreDataLayout.quote(entityColumn)) = NULL" }
-                    try forEachChunk(keys) { chunk, marks in
-                        count()
-                        let statement = try db.cachedStatement(sql: """
-                            UPDATE \(table) SET \(clear), \(CoreDataLayout.versionColumn) = \(CoreDataLayout.versionColumn) + 1 \
-                            WHERE \(column) IN (\(marks)) RETURNING Z_PK, Z_ENT
-                            """)
-                        statement.setUncheckedArguments(StatementArguments(chunk))
-                        result.updated += try steppedIDs(statement.sqliteStatement, store: store, db)
-                    }
-                }
-            }
-        }
-        return result
-    }
-
     /// The destinations of a relationship for sources, read inside the writer's transaction.
-    private func destinations(of relationship: RelationshipDescription, for sources: [ManagedObjectID], store: PersistentStore, _ db: Database) throws
+    func destinations(of relationship: RelationshipDescription, for sources: [ManagedObjectID]) throws
         -> [ManagedObjectID: [ManagedObjectID]]
     {
         guard let destination = relationship.destinationEntity else { return [:] }
@@ -358,7 +209,7 @@ extension SQLiteStore {
             sql = { "SELECT Z_PK, \(column), \(entityColumn) FROM \(table) WHERE Z_PK IN (\($0)) AND \(column) IS NOT NULL" }
         }
         try forEachChunk(Array(bySource.keys)) { chunk, marks in
-            count()
+            store.count()
             let cursor = try Row.fetchCursor(db, sql: sql(marks), arguments: StatementArguments(chunk))
             while let row = try cursor.next() {
                 let sourceKey: Int64 = row[0]
@@ -366,36 +217,35 @@ extension SQLiteStore {
                 let code: Int? = row[2]
                 guard let source = bySource[sourceKey] else { continue }
                 let entity = schema.destinationEntity(forNumber: code, of: destination)
-                result[source, default: []].append(ManagedObjectID(entity: entity, store: store, primaryKey: destinationKey))
+                result[source, default: []].append(ManagedObjectID(entity: entity, store: persistentStore, primaryKey: destinationKey))
             }
         }
         return result
     }
 
-    // MARK: Reading IDs
 
     /// The IDs a fetch matches, read inside the writer's transaction.
-    private func selectIDs(_ fetch: StoreFetchRequest, store: PersistentStore, _ db: Database) throws -> [ManagedObjectID] {
+    func matchingIDs(_ fetch: StoreFetchRequest) throws -> [ManagedObjectID] {
         let statement = try SQLQueryBuilder.selectStatement(
             schema: schema, entity: fetch.entity, includesSubentities: fetch.includesSubentities, predicate: fetch.predicate,
             sortDescriptors: fetch.sortDescriptors, columns: "t0.Z_PK, t0.Z_ENT",
             limit: fetch.fetchLimit > 0 ? fetch.fetchLimit : nil, offset: fetch.fetchOffset)
-        count()
+        store.count()
         // Read with the C API: two integer columns need no GRDB row per match.
         let select = try db.makeStatement(sql: statement.sql, arguments: statement.arguments)
-        return try withExtendedLifetime(select) { try steppedIDs(select.sqliteStatement, store: store, db) }
+        return try withExtendedLifetime(select) { try steppedIDs(select.sqliteStatement) }
     }
 
     /// Those of `ids` whose rows exist, with their concrete entities, in the order given.
-    private func existingIDs(_ ids: [ManagedObjectID], store: PersistentStore, _ db: Database) throws -> [ManagedObjectID] {
+    func existingIDs(_ ids: [ManagedObjectID]) throws -> [ManagedObjectID] {
         var found: [ManagedObjectID: ManagedObjectID] = [:]
         for (rootCode, keys) in TableLayout.keysByRoot(ids) {
             let table = CoreDataLayout.quote(schema.tableName(for: model.entitiesByCode[rootCode]))
             try forEachChunk(keys) { chunk, marks in
-                count()
+                store.count()
                 let cursor = try Row.fetchCursor(db, sql: "SELECT Z_PK, Z_ENT FROM \(table) WHERE Z_PK IN (\(marks))", arguments: StatementArguments(chunk))
                 while let row = try cursor.next() {
-                    if let id = id(key: row[0], code: row[1], store: store) { found[id] = id }
+                    if let id = id(key: row[0], code: row[1]) { found[id] = id }
                 }
             }
         }
@@ -406,7 +256,7 @@ extension SQLiteStore {
     /// The rows a fetch matches as a condition on the root table under the alias `t0`
     /// (` WHERE …`, or nothing), for an UPDATE or a DELETE of that table; nil when the fetch needs
     /// joins, a sort, a limit or an offset, which only a SELECT has.
-    private func condition(of fetch: StoreFetchRequest) throws -> (sql: String, arguments: [Value])? {
+    func condition(of fetch: StoreFetchRequest) throws -> BatchCondition? {
         guard fetch.sortDescriptors.isEmpty, fetch.fetchLimit <= 0, fetch.fetchOffset <= 0 else { return nil }
         var builder = SQLQueryBuilder(schema: schema, entity: fetch.entity)
         var conditions: [String] = []
@@ -415,11 +265,11 @@ extension SQLiteStore {
         }
         if let predicate = fetch.predicate { conditions.append("(" + (try builder.whereClause(for: predicate)) + ")") }
         guard builder.joins.isEmpty else { return nil }
-        return (conditions.isEmpty ? "" : " WHERE " + conditions.joined(separator: " AND "), builder.arguments)
+        return BatchCondition(sql: conditions.isEmpty ? "" : " WHERE " + conditions.joined(separator: " AND "), arguments: builder.arguments)
     }
 
     /// Steps a statement whose rows are `Z_PK, Z_ENT` (a SELECT, or RETURNING) to its end; their IDs.
-    private func steppedIDs(_ sqlite: SQLiteStatement, store: PersistentStore, _ db: Database) throws -> [ManagedObjectID] {
+    private func steppedIDs(_ sqlite: SQLiteStatement) throws -> [ManagedObjectID] {
         defer { sqlite3_reset(sqlite) }
         var ids: [ManagedObjectID] = []
         while true {
@@ -428,22 +278,13 @@ extension SQLiteStore {
             guard code == SQLITE_ROW else {
                 throw DatabaseError(resultCode: ResultCode(rawValue: code), message: String(cString: sqlite3_errmsg(db.sqliteConnection)))
             }
-            if let id = id(key: sqlite3_column_int64(sqlite, 0), code: Int(sqlite3_column_int64(sqlite, 1)), store: store) { ids.append(id) }
+            if let id = id(key: sqlite3_column_int64(sqlite, 0), code: Int(sqlite3_column_int64(sqlite, 1))) { ids.append(id) }
         }
     }
 
-    /// Runs the statement `sql` makes of a chunk's `?, ?, …` on every chunk of keys; a statement
-    /// is prepared once per connection and chunk size.
-    private func executeInChunks(_ keys: [Int64], _ db: Database, _ sql: (String) -> String) throws {
-        try forEachChunk(keys) { chunk, marks in
-            count()
-            try db.cachedStatement(sql: sql(marks)).execute(arguments: StatementArguments(chunk))
-        }
-    }
-
-    private func id(key: Int64, code: Int, store: PersistentStore) -> ManagedObjectID? {
+    private func id(key: Int64, code: Int) -> ManagedObjectID? {
         guard let entity = schema.entity(forNumber: code) else { return nil }
-        return ManagedObjectID(entity: entity, store: store, primaryKey: key)
+        return ManagedObjectID(entity: entity, store: persistentStore, primaryKey: key)
     }
 
     /// Runs `body` on chunks of at most ``TableLayout/keysPerStatement`` keys, with the chunk's `?, ?, …` placeholders.
