@@ -387,7 +387,7 @@ extension ManagedObject {
 
     /// A new object's values: the model's defaults, transformable ones kept decoded.
     func fillForInsert() {
-        values = entity.properties.map { ($0 as? AttributeDescription)?.defaultStoredValue ?? .null }
+        values = defaultStoredValues
         for attribute in entity.attributes where attribute.attributeType == .transformable {
             if let defaultValue = attribute.defaultValue { boxed[attribute.index] = defaultValue }
         }
@@ -396,10 +396,8 @@ extension ManagedObject {
     /// The data of an object whose row is gone: default values, to-many relationships loaded and
     /// empty.
     func fillWithDefaults() {
-        values = entity.properties.map { ($0 as? AttributeDescription)?.defaultStoredValue ?? .null }
-        for relationship in entity.relationships where relationship.isToMany {
-            toMany[relationship.index] = RelationshipValue(isOrdered: relationship.isOrdered, loaded: true)
-        }
+        values = defaultStoredValues
+        loadEmptyToManyRelationships()
     }
 
     /// A child's inserted object taken by its parent context: the child's values, no snapshot,
@@ -410,8 +408,26 @@ extension ManagedObject {
         toMany = [:]
         snapshot = nil
         batch = nil
+        loadEmptyToManyRelationships()
+    }
+
+    /// The model's default for each property, in its stored form (nil for relationships).
+    private var defaultStoredValues: [Value] {
+        entity.properties.map { ($0 as? AttributeDescription)?.defaultStoredValue ?? .null }
+    }
+
+    /// Every to-many relationship loaded and empty.
+    private func loadEmptyToManyRelationships() {
         for relationship in entity.relationships where relationship.isToMany {
             toMany[relationship.index] = RelationshipValue(isOrdered: relationship.isOrdered, loaded: true)
+        }
+    }
+
+    /// Puts the object's own transient values into `row`'s values (transient attributes are not
+    /// stored: a row read back has none).
+    private func keepTransients(in row: inout [Value]) {
+        for attribute in entity.attributes where attribute.isTransient && attribute.index < values.count {
+            row[attribute.index] = values[attribute.index]
         }
     }
 
@@ -419,9 +435,7 @@ extension ManagedObject {
     /// nothing changed (a merge of a newer row, a conflict resolved for the store's version).
     func takeStoredValues(of row: Snapshot) {
         var taken = row.values
-        for attribute in entity.attributes where attribute.isTransient && attribute.index < values.count {
-            taken[attribute.index] = values[attribute.index]
-        }
+        keepTransients(in: &taken)
         values = taken
         boxed = [:]
         changedIndices = []
@@ -566,7 +580,7 @@ extension ManagedObject {
     /// To-many changes are committed; nothing is changed any more.
     func settleAsSaved(row: Snapshot?, aliases: [ManagedObjectID: ManagedObjectID], permanentID: (ManagedObjectID) -> ManagedObjectID?) {
         if var row {
-            for attribute in entity.attributes where attribute.isTransient { row.values[attribute.index] = values[attribute.index] }
+            keepTransients(in: &row.values)
             values = row.values
             snapshot = row
         } else {

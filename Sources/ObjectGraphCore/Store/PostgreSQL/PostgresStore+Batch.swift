@@ -153,11 +153,9 @@ extension PostgresStore {
         for entity in model.entitiesByCode {
             for relationship in entity.declaredProperties.compactMap({ $0 as? RelationshipDescription }) where !relationship.isToMany {
                 guard let destination = relationship.destinationEntity, let gone = deletedKeys[destination.rootEntity.entityCode] else { continue }
-                let keys = gone.sorted()
                 let column = CoreDataLayout.quote(schema.columnName(for: relationship))
                 let codes = entity.selfAndDescendants.map { String(schema.entityNumber(for: $0)) }.joined(separator: ",")
-                for start in stride(from: 0, to: keys.count, by: TableLayout.keysPerStatement) {
-                    let chunk = keys[start..<min(start + TableLayout.keysPerStatement, keys.count)]
+                for chunk in TableLayout.statementChunks(gone.sorted()) {
                     count()
                     let rows = try session.query(
                         "SELECT \"Z_PK\", \"Z_ENT\" FROM \(table(for: entity)) WHERE \"Z_ENT\" IN (\(codes)) AND \(column) IN (\(SQLDialect.postgres.placeholders(chunk.count)))",
@@ -182,9 +180,7 @@ extension PostgresStore {
             for relationship in entity.declaredProperties.compactMap({ $0 as? RelationshipDescription }) where relationship.usesJoinTable {
                 guard let destination = relationship.destinationEntity, let gone = deletedKeys[destination.rootEntity.entityCode],
                       case .joinTable(let name, _, let destinationColumn, _, _) = schema.storage(forToMany: relationship) else { continue }
-                let keys = gone.sorted()
-                for start in stride(from: 0, to: keys.count, by: TableLayout.keysPerStatement) {
-                    let chunk = keys[start..<min(start + TableLayout.keysPerStatement, keys.count)]
+                for chunk in TableLayout.statementChunks(gone.sorted()) {
                     count()
                     try session.execute(
                         "DELETE FROM \(table(name)) WHERE \(CoreDataLayout.quote(destinationColumn)) IN (\(SQLDialect.postgres.placeholders(chunk.count)))", chunk.map { .int($0) })

@@ -143,8 +143,7 @@ extension PostgresStore {
         let keys = Array(bySource.keys).sorted()
         var result: [ManagedObjectID: [ManagedObjectID]] = [:]
         for id in sources { result[id] = [] }
-        for start in stride(from: 0, to: keys.count, by: TableLayout.keysPerStatement) {
-            let chunk = Array(keys[start..<min(start + TableLayout.keysPerStatement, keys.count)])
+        for chunk in TableLayout.statementChunks(keys) {
             guard let sql = schema.destinationsQuery(of: relationship, count: chunk.count, dialect: .postgres, table: table) else { break }
             count()
             for row in try session.query(sql, chunk.map { .int($0) }) {

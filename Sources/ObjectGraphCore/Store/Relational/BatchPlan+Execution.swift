@@ -171,9 +171,9 @@ extension BatchPlan {
 
         /// Runs `body` on chunks of at most ``TableLayout/keysPerStatement`` keys, each one statement.
         private func forEachChunk(_ keys: [Int64], _ body: (ArraySlice<Int64>) throws -> Void) throws {
-            for start in stride(from: 0, to: keys.count, by: TableLayout.keysPerStatement) {
+            for chunk in TableLayout.statementChunks(keys) {
                 session.count(1)
-                try body(keys[start..<min(start + TableLayout.keysPerStatement, keys.count)])
+                try body(chunk)
             }
         }
     }

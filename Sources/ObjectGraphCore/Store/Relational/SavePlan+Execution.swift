@@ -76,8 +76,7 @@ extension SavePlan {
         private mutating func checkVersions(table: TableLayout, rows: [(key: Int64, object: SavedObject)]) throws {
             let keys = Array(Set(rows.map(\.key))).sorted()
             var read: [Int64: Int64] = [:]
-            for start in stride(from: 0, to: keys.count, by: TableLayout.keysPerStatement) {
-                let chunk = keys[start..<min(start + TableLayout.keysPerStatement, keys.count)]
+            for chunk in TableLayout.statementChunks(keys) {
                 session.count(1)
                 let sql = "SELECT \(k("Z_PK")), \(k("Z_OPT")) FROM \(table.table) WHERE \(k("Z_PK")) IN (\(dialect.placeholders(chunk.count)))\(dialect.versionLock)"
                 for (key, version) in try session.integerPairs(sql, chunk.map(SQLArgument.key), entity: nil) { read[key] = version ?? 0 }

@@ -123,11 +123,16 @@ final class TableLayout: Sendable {
 
     /// The keys of `ids` in chunks of at most `size`, each with its table's layout (IDs without a
     /// key, or of a table the store does not have, left out).
+    /// `keys` in runs of at most `size` keys, each one statement's worth.
+    static func statementChunks(_ keys: [Int64], size: Int = keysPerStatement) -> [ArraySlice<Int64>] {
+        stride(from: 0, to: keys.count, by: size).map { keys[$0..<min($0 + size, keys.count)] }
+    }
+
     static func chunks(of ids: [ManagedObjectID], in layouts: [Int: TableLayout], size: Int) -> [(layout: TableLayout, keys: ArraySlice<Int64>)] {
         var chunks: [(layout: TableLayout, keys: ArraySlice<Int64>)] = []
         for (rootCode, keys) in keysByRoot(ids) {
             guard let layout = layouts[rootCode] else { continue }
-            for start in stride(from: 0, to: keys.count, by: size) { chunks.append((layout, keys[start..<min(start + size, keys.count)])) }
+            for chunk in statementChunks(keys, size: size) { chunks.append((layout, chunk)) }
         }
         return chunks
     }

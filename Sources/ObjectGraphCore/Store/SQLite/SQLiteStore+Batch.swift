@@ -239,14 +239,12 @@ struct SQLiteBatchMatcher: BatchMatching {
     /// Those of `ids` whose rows exist, with their concrete entities, in the order given.
     func existingIDs(_ ids: [ManagedObjectID]) throws -> [ManagedObjectID] {
         var found: [ManagedObjectID: ManagedObjectID] = [:]
-        for (rootCode, keys) in TableLayout.keysByRoot(ids) {
-            let table = CoreDataLayout.quote(schema.tableName(for: model.entitiesByCode[rootCode]))
-            try forEachChunk(keys) { chunk, marks in
-                store.count()
-                let cursor = try Row.fetchCursor(db, sql: "SELECT Z_PK, Z_ENT FROM \(table) WHERE Z_PK IN (\(marks))", arguments: StatementArguments(chunk))
-                while let row = try cursor.next() {
-                    if let id = id(key: row[0], code: row[1]) { found[id] = id }
-                }
+        for (layout, chunk) in TableLayout.chunks(of: ids, in: store.layouts, size: TableLayout.keysPerStatement) {
+            store.count()
+            let marks = SQLDialect.sqlite.placeholders(chunk.count)
+            let cursor = try Row.fetchCursor(db, sql: "SELECT Z_PK, Z_ENT FROM \(layout.table) WHERE Z_PK IN (\(marks))", arguments: StatementArguments(chunk))
+            while let row = try cursor.next() {
+                if let id = id(key: row[0], code: row[1]) { found[id] = id }
             }
         }
         var seen: Set<ManagedObjectID> = []
@@ -288,10 +286,7 @@ struct SQLiteBatchMatcher: BatchMatching {
     }
 
     /// Runs `body` on chunks of at most ``TableLayout/keysPerStatement`` keys, with the chunk's `?, ?, …` placeholders.
-    private func forEachChunk(_ keys: [Int64], _ body: ([Int64], String) throws -> Void) throws {
-        for start in stride(from: 0, to: keys.count, by: TableLayout.keysPerStatement) {
-            let chunk = Array(keys[start..<min(start + TableLayout.keysPerStatement, keys.count)])
-            try body(chunk, Array(repeating: "?", count: chunk.count).joined(separator: ","))
-        }
+    private func forEachChunk(_ keys: [Int64], _ body: (ArraySlice<Int64>, String) throws -> Void) throws {
+        for chunk in TableLayout.statementChunks(keys) { try body(chunk, SQLDialect.sqlite.placeholders(chunk.count)) }
     }
 }

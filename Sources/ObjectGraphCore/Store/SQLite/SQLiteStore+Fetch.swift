@@ -112,8 +112,7 @@ extension SQLiteStore {
         return try read("reading \(relationship.entity?.name ?? "").\(relationship.name)") { db in
             var result: [ManagedObjectID: [ManagedObjectID]] = [:]
             for id in sources { result[id] = [] }
-            for start in stride(from: 0, to: keys.count, by: TableLayout.keysPerStatement) {
-                let chunk = Array(keys[start..<min(start + TableLayout.keysPerStatement, keys.count)])
+            for chunk in TableLayout.statementChunks(keys) {
                 guard let sql = schema.destinationsQuery(of: relationship, count: chunk.count, dialect: .sqlite, table: CoreDataLayout.quote) else { break }
                 count()
                 let cursor = try Row.fetchCursor(db, sql: sql, arguments: StatementArguments(chunk))
