@@ -286,6 +286,7 @@ private struct Session: PostgresSession {
             case .double(let v): binds.append(v)
             case .text(let v): binds.append(v)
             case .bytes(let v): binds.append(ByteBuffer(bytes: v))
+            case .array(let element, let values): try binds.append(ArrayParameter(element: element, values: values))
             }
         }
         do {
@@ -317,6 +318,68 @@ private struct Session: PostgresSession {
             throw error
         } catch {
             throw PostgresDriverError(kind: .other, message: "column \(cell.columnName) (\(cell.dataType)) could not be read: \(error)")
+        }
+    }
+}
+
+/// An array parameter in PostgreSQL's binary format, NULL elements included (PostgresNIO's own
+/// arrays have none): the number of dimensions, whether any element is NULL, the element type,
+/// the length and lower bound, then each element as its length (-1 for NULL) and its bytes.
+private struct ArrayParameter: PostgresThrowingDynamicTypeEncodable {
+    let element: PostgresArrayElement
+    let values: [PostgresValue]
+
+    var psqlType: PostgresDataType {
+        switch element {
+        case .bigint: .int8Array
+        case .double: .float8Array
+        case .boolean: .boolArray
+        case .text: .textArray
+        case .bytea: .byteaArray
+        }
+    }
+
+    var psqlFormat: PostgresFormat { .binary }
+
+    private var elementType: PostgresDataType {
+        switch element {
+        case .bigint: .int8
+        case .double: .float8
+        case .boolean: .bool
+        case .text: .text
+        case .bytea: .bytea
+        }
+    }
+
+    func encode<JSONEncoder: PostgresJSONEncoder>(into buffer: inout ByteBuffer, context: PostgresEncodingContext<JSONEncoder>) throws {
+        buffer.writeInteger(values.isEmpty ? 0 : 1, as: Int32.self)
+        buffer.writeInteger(values.contains(.null) ? 1 : 0, as: Int32.self)
+        buffer.writeInteger(elementType.rawValue)
+        guard !values.isEmpty else { return }
+        buffer.writeInteger(Int32(values.count))
+        buffer.writeInteger(1, as: Int32.self)
+        for value in values {
+            switch (element, value) {
+            case (_, .null):
+                buffer.writeInteger(-1, as: Int32.self)
+            case (.bigint, .int(let v)):
+                buffer.writeInteger(8, as: Int32.self)
+                buffer.writeInteger(v)
+            case (.double, .double(let v)):
+                buffer.writeInteger(8, as: Int32.self)
+                buffer.writeInteger(v.bitPattern)
+            case (.boolean, .bool(let v)):
+                buffer.writeInteger(1, as: Int32.self)
+                buffer.writeInteger(v ? 1 : 0, as: UInt8.self)
+            case (.text, .text(let v)):
+                buffer.writeInteger(Int32(v.utf8.count))
+                buffer.writeString(v)
+            case (.bytea, .bytes(let v)):
+                buffer.writeInteger(Int32(v.count))
+                buffer.writeBytes(v)
+            default:
+                throw PostgresDriverError(kind: .other, message: "an array of \(element.sqlType) cannot hold \(value)")
+            }
         }
     }
 }

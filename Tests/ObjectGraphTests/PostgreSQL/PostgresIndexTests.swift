@@ -80,11 +80,11 @@ struct PostgresIndexTests {
     }
 
     @Test func theUpperBoundOfAPrefixIsTheLeastStringAboveEveryStringItBegins() {
-        #expect(PostgresPredicateSQL.upperBound(ofPrefix: "ab") == "ac")
-        #expect(PostgresPredicateSQL.upperBound(ofPrefix: "a\u{D7FF}") == "a\u{E000}")
-        #expect(PostgresPredicateSQL.upperBound(ofPrefix: "a\u{FFFF}") == "a\u{10000}")
-        #expect(PostgresPredicateSQL.upperBound(ofPrefix: "a\u{10FFFF}") == "b")
-        #expect(PostgresPredicateSQL.upperBound(ofPrefix: "\u{10FFFF}\u{10FFFF}") == nil)
-        #expect(PostgresPredicateSQL.upperBound(ofPrefix: "e\u{301}") == "e\u{302}")
+        #expect(SQLPredicateCompiler.prefixSuccessor("ab") == "ac")
+        #expect(SQLPredicateCompiler.prefixSuccessor("a\u{D7FF}") == "a\u{E000}")
+        #expect(SQLPredicateCompiler.prefixSuccessor("a\u{FFFF}") == "a\u{10000}")
+        #expect(SQLPredicateCompiler.prefixSuccessor("a\u{10FFFF}") == "b")
+        #expect(SQLPredicateCompiler.prefixSuccessor("\u{10FFFF}\u{10FFFF}") == nil)
+        #expect(SQLPredicateCompiler.prefixSuccessor("e\u{301}") == "e\u{302}")
     }
 }

@@ -145,32 +145,46 @@ struct PostgresPredicateAgreementTests {
 /// What PostgreSQL is asked to answer itself, and what is left to memory.
 @Suite("PostgreSQL predicate compilation", .needsPostgreSQL)
 struct PostgresPredicateSQLTests {
-    @Test func plainComparisonsCompileAndTheRestIsLeftToMemory() throws {
+    @Test func everythingButFoldingMatchesAndArithmeticCompilesAndTheRestIsLeftToMemory() throws {
         let graph = try PostgresPredicateGraph.shared.get()
         let note = PredicateTestGraph.model.entitiesByName["Note"]!
-        func compiled(_ format: String, _ arguments: [any Sendable] = []) -> String? {
-            var compiler = PostgresPredicateSQL(schema: graph.backend.schema, entity: note, store: graph.store)
-            return compiler.compile(FetchPredicate(format: format, argumentArray: arguments).node)
+        func plan(_ format: String, _ arguments: [any Sendable] = []) throws -> PostgresStore.Plan {
+            let request = StoreFetchRequest(entity: note, predicate: FetchPredicate(format: format, argumentArray: arguments))
+            return try graph.backend.plan(request, columns: "t0.\"Z_PK\"", store: graph.store)
         }
+        func compiled(_ format: String, _ arguments: [any Sendable] = []) throws -> Bool { try plan(format, arguments).residual.isEmpty }
         for format in ["rank > 1", "title == 'a'", "title != nil", "rank IN {1, 2}", "title BEGINSWITH 'a'", "title CONTAINS 'p'",
-                       "title ENDSWITH 'e'", "flag == YES", "score <= 2.5", "NOT (rank < 3 OR title == 'x')", "TRUEPREDICATE"] {
-            #expect(compiled(format) != nil, "\(format) should compile")
+                       "title ENDSWITH 'e'", "flag == YES", "score <= 2.5", "NOT (rank < 3 OR title == 'x')", "TRUEPREDICATE",
+                       "title LIKE 'a*'", "folder.name == 'Inbox'", "ANY tags.name == 'red'", "ALL tags.name != 'red'", "tags.@count > 1",
+                       "SUBQUERY(tags, $t, $t.name BEGINSWITH 'r').@count > 0", "rank == 2.0", "price > 5", "title BEGINSWITH ''",
+                       "title BEGINSWITH folder.name", "score == rank"] {
+            #expect(try compiled(format), "\(format) should compile")
         }
-        #expect(compiled("created > %@", [PredicateTestGraph.date(5)]) != nil)
-        #expect(compiled("folder == %@", [graph.id(of: graph.memory.folders[0])]) != nil)
-        #expect(compiled("SELF == %@", [graph.id(of: graph.memory.notes[0])]) != nil)
-        for format in ["title ==[c] 'a'", "title LIKE 'a*'", "title MATCHES 'a.*'", "folder.name == 'Inbox'", "ANY tags.name == 'red'",
-                       "rank == 2.0", "price > 5", "rank + 1 > 2", "rank > 1 AND title ==[cd] 'x'", "title BEGINSWITH ''"] {
-            #expect(compiled(format) == nil, "\(format) should be left to memory")
+        #expect(try compiled("created > %@", [PredicateTestGraph.date(5)]))
+        #expect(try compiled("folder == %@", [graph.id(of: graph.memory.folders[0])]))
+        #expect(try compiled("SELF == %@", [graph.id(of: graph.memory.notes[0])]))
+        for format in ["title ==[c] 'a'", "title MATCHES 'a.*'", "rank + 1 > 2", "title LIKE folder.name", "ANY tags.name ==[c] 'RED'"] {
+            #expect(try !compiled(format), "\(format) should be left to memory")
         }
         // An AND is split: what compiles goes to PostgreSQL, the rest is evaluated in memory.
-        let parts = PostgresPredicateSQL.conjuncts(FetchPredicate(format: "rank > 1 AND (title ==[c] 'x' AND flag == NO)").node)
-        #expect(parts.count == 3)
-        #expect(parts.map { compiled(FetchPredicate(node: $0).predicateFormat) != nil } == [true, false, true])
-        // Compiled conditions bind every value.
-        var compiler = PostgresPredicateSQL(schema: graph.backend.schema, entity: note, store: graph.store)
-        let sql = compiler.compile(FetchPredicate(format: "title == %@ OR rank IN {4, 5}", argumentArray: ["it's"]).node)
-        #expect(sql?.contains("it's") == false)
-        #expect(compiler.parameters == [.text("it's"), .int(4), .int(5)])
+        let split = try plan("rank > 1 AND (title ==[c] 'x' AND flag == NO)")
+        #expect(split.residual.count == 1)
+        #expect(split.conditions.count == 2)
+        // Compiled conditions bind every value, numbered in order across conjuncts.
+        let bound = try plan("(title == %@ OR rank IN {4, 5}) AND title ==[c] 'x' AND folder.name == %@", ["it's", "Inbox"])
+        #expect(!bound.sql.contains("it's"))
+        #expect(bound.parameters == [.text("it's"), .int(4), .int(5), .text("Inbox")])
+        #expect(bound.sql.contains("$4") && !bound.sql.contains("?"))
+    }
+
+    @Test func placeholdersAreNumberedOutsideQuotedNamesAndStrings() {
+        #expect(SQLDialect.postgres.numbered(#"t0."a?" = ? AND x = '?' AND y IN (?, ?)"#, from: 3) == #"t0."a?" = $3 AND x = '?' AND y IN ($4, $5)"#)
+        #expect(SQLDialect.sqlite.numbered("x = ?") == "x = ?")
+    }
+
+    @Test func likePatternsBecomeSQLPatterns() {
+        #expect(SQLPredicateCompiler.sqlLikePattern("a*b?c") == "a%b_c")
+        #expect(SQLPredicateCompiler.sqlLikePattern("50%_off") == #"50\%\_off"#)
+        #expect(SQLPredicateCompiler.sqlLikePattern(#"\*\?\\x\"#) == #"*?\\x\\"#)
     }
 }

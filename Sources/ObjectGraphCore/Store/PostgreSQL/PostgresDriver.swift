@@ -20,6 +20,9 @@ package enum PostgresValue: Sendable, Hashable, CustomStringConvertible {
     case text(String)
     /// `bytea`.
     case bytes(Data)
+    /// A one-dimensional array of `element`s, NULL among them (each a value of the element's
+    /// case, or `.null`): a column of a set-based insert (`unnest`). Sent only, never read.
+    case array(PostgresArrayElement, [PostgresValue])
 
     package var description: String {
         switch self {
@@ -29,6 +32,23 @@ package enum PostgresValue: Sendable, Hashable, CustomStringConvertible {
         case .double(let v): String(v)
         case .text(let v): "'\(v.replacingOccurrences(of: "'", with: "''"))'"
         case .bytes(let v): "<\(v.count) bytes>"
+        case .array(let element, let v): "<\(v.count) \(element.sqlType)>"
+        }
+    }
+}
+
+/// The element type of an array parameter (``PostgresValue/array(_:_:)``).
+package enum PostgresArrayElement: Sendable, Hashable {
+    case bigint, double, boolean, text, bytea
+
+    /// The array's type, as a cast names it.
+    package var sqlType: String {
+        switch self {
+        case .bigint: "bigint[]"
+        case .double: "double precision[]"
+        case .boolean: "boolean[]"
+        case .text: "text[]"
+        case .bytea: "bytea[]"
         }
     }
 }

@@ -12,6 +12,7 @@ extension PostgresStore {
     private func run(_ request: StoreBatchRequest, store: PersistentStore, session: any PostgresSession) throws -> (StoreBatchResult, Int64?) {
         switch request {
         case .insert(let entity, let rows):
+            if let inserted = try insertNewRows(entity, rows, store: store, session: session) { return inserted }
             let plan = try BatchInsertPlan(entity: entity, rows: rows) { _, owner, attributes, values in
                 try existingRow(owner, attributes, values, store: store, session: session)
             }
@@ -42,6 +43,7 @@ extension PostgresStore {
             return (StoreBatchResult(affected: ids, updated: ids), txid)
 
         case .delete(let fetch, _):
+            if let done = try deleteInOneStatement(fetch, store: store, session: session) { return done }
             var fetch = fetch
             fetch.includesPropertyValues = false
             guard let layout = layouts[fetch.entity.rootEntity.entityCode] else { return (StoreBatchResult(), nil) }
@@ -59,6 +61,90 @@ extension PostgresStore {
                 return ManagedObjectID(entity: entity, store: store, primaryKey: pk)
             }.filter { seen.insert($0).inserted }
             return try delete(existing, store: store, session: session)
+        }
+    }
+
+    /// How many rows one statement of a set-based insert writes.
+    static let rowsPerInsert = 10_000
+
+    /// The rows of an entity without uniqueness constraints, all new: their keys reserved at once,
+    /// then one `INSERT … SELECT … FROM unnest(…)` per ``rowsPerInsert`` rows, each column one
+    /// array parameter, and the change log's row naming every row. Nil when the entity has
+    /// uniqueness constraints (each row may be an upsert: the save path's work).
+    private func insertNewRows(_ entity: EntityDescription, _ rows: [BatchRow], store: PersistentStore, session: any PostgresSession) throws -> (StoreBatchResult, Int64?)? {
+        let number = schema.entityNumber(for: entity)
+        guard RelationalLayout.uniquenessConstraints(of: entity).isEmpty,
+              let table = layouts[entity.rootEntity.entityCode], let layout = table.entities[number] else { return nil }
+        guard !rows.isEmpty else { return (StoreBatchResult(), nil) }
+        // After Z_PK, Z_ENT and Z_OPT, each column: a property's value, or (true) the entity number
+        // of a to-one's destination, which a batch insert never sets.
+        var columns: [(property: PropertyDescription, isEntityColumn: Bool, element: PostgresArrayElement)] = []
+        for property in layout.insertProperties {
+            columns.append((property, false, Self.arrayElement(of: property)))
+            if let relationship = property as? RelationshipDescription, schema.entityColumnName(forToOne: relationship) != nil {
+                columns.append((property, true, .bigint))
+            }
+        }
+        let elements: [PostgresArrayElement] = [.bigint, .bigint, .bigint] + columns.map(\.element)
+        let names = layout.insertColumns.map(CoreDataLayout.quote).joined(separator: ", ")
+        let aliases = (1...elements.count).map { "c\($0)" }
+        let selected = zip(aliases, [nil, nil, nil] + columns.map { $0.property as? AttributeDescription }).map { alias, attribute in
+            "u.\(alias)" + (attribute.map(SQLDialect.postgres.parameterCast) ?? "")
+        }
+        let sql = """
+            INSERT INTO \(table.table) (\(names)) SELECT \(selected.joined(separator: ", ")) \
+            FROM unnest(\(elements.enumerated().map { "$\($0.offset + 1)::\($0.element.sqlType)" }.joined(separator: ", "))) \
+            AS u(\(aliases.joined(separator: ", ")))
+            """
+        let first = try allocate(session, root: entity.rootEntity, count: rows.count)
+        var ids: [ManagedObjectID] = []
+        ids.reserveCapacity(rows.count)
+        for start in stride(from: 0, to: rows.count, by: Self.rowsPerInsert) {
+            let chunk = rows[start..<min(start + Self.rowsPerInsert, rows.count)]
+            var arrays = [[PostgresValue]](repeating: [], count: elements.count)
+            for i in arrays.indices { arrays[i].reserveCapacity(chunk.count) }
+            for (offset, row) in zip(chunk.indices, chunk) {
+                let key = first + Int64(offset)
+                arrays[0].append(.int(key))
+                arrays[1].append(.int(Int64(number)))
+                arrays[2].append(.int(1))
+                for (i, column) in columns.enumerated() {
+                    let value = column.isEntityColumn ? .null : try row.values[column.property.index].postgresParameter(for: column.property, entity: entity)
+                    arrays[i + 3].append(Self.element(value, column.element))
+                }
+                ids.append(ManagedObjectID(entity: entity, store: store, primaryKey: key))
+            }
+            count()
+            try session.execute(sql, zip(elements, arrays).map { .array($0, $1) })
+        }
+        var changes = StoreSaveRequest()
+        changes.inserted = ids.map { SavedObject(id: $0, entity: entity, values: [], changedIndices: [], expectedVersion: nil) }
+        let txid = try PostgresChangeLog.record(changes, permanentIDs: [:], backend: self, session: session).txid
+        return (StoreBatchResult(affected: ids, inserted: ids), txid)
+    }
+
+    /// The element type of the array that carries a column of `property` (the column types of
+    /// ``SQLDialect/postgres``; a decimal travels as its text).
+    private static func arrayElement(of property: PropertyDescription) -> PostgresArrayElement {
+        guard let attribute = property as? AttributeDescription else { return .bigint }
+        switch attribute.attributeType {
+        case .integer16, .integer32, .integer64: return .bigint
+        case .boolean: return .boolean
+        case .double, .float, .date: return .double
+        case .decimal, .string, .uri: return .text
+        case .binaryData, .uuid, .transformable: return .bytea
+        }
+    }
+
+    /// A parameter as an element of an array of `element`s: what a single parameter would send,
+    /// in the array's own case (an integer of a Boolean column as a Boolean, and so on).
+    private static func element(_ value: PostgresValue, _ element: PostgresArrayElement) -> PostgresValue {
+        switch (element, value) {
+        case (.boolean, .int(let v)): .bool(v != 0)
+        case (.bigint, .bool(let v)): .int(v ? 1 : 0)
+        case (.double, .int(let v)): .double(Double(v))
+        case (.bigint, .double(let v)): Int64(exactly: v).map { .int($0) } ?? value
+        default: value
         }
     }
 
@@ -86,9 +172,7 @@ extension PostgresStore {
             assignments.append("\(CoreDataLayout.quote(schema.columnName(for: attribute))) = $\(parameters.count)\(SQLDialect.postgres.parameterCast(attribute))")
         }
         assignments.append("\"Z_OPT\" = t0.\"Z_OPT\" + 1")
-        var sql = "UPDATE \(layout.table) AS t0 SET \(assignments.joined(separator: ", "))"
-        if !plan.conditions.isEmpty { sql += " WHERE " + plan.conditions.joined(separator: " AND ") }
-        sql += " RETURNING t0.\"Z_PK\", t0.\"Z_ENT\""
+        let sql = "UPDATE \(layout.table) AS t0 SET \(assignments.joined(separator: ", "))\(plan.rowCondition) RETURNING t0.\"Z_PK\", t0.\"Z_ENT\""
         count()
         let ids = try session.query(sql, parameters).compactMap { row -> ManagedObjectID? in
             guard let pk = row[0].integer, let concrete = row[1].integer.flatMap({ schema.entity(forNumber: Int($0)) }) else { return nil }
@@ -103,6 +187,76 @@ extension PostgresStore {
         }
         let txid = try PostgresChangeLog.record(changes, permanentIDs: [:], backend: self, session: session).txid
         return (StoreBatchResult(affected: ids, updated: ids), txid)
+    }
+
+    /// A batch delete as one `DELETE … WHERE … RETURNING`, when PostgreSQL answers the whole
+    /// predicate, the fetch has no limit or offset, and no delete rule of the deleted entities
+    /// reaches other rows (cascade) or refuses (deny); nil otherwise. The rules that remain are
+    /// applied set-wise, each in one statement naming the deleted keys (an array parameter): every
+    /// to-one of the model that pointed at a deleted row is cleared, with a new version, and the
+    /// join-table rows that named one are dropped. The change log names every row.
+    private func deleteInOneStatement(
+        _ fetch: StoreFetchRequest, store: PersistentStore, session: any PostgresSession
+    ) throws -> (StoreBatchResult, Int64?)? {
+        let entity = fetch.entity
+        guard fetch.fetchLimit == 0, fetch.fetchOffset == 0, let layout = layouts[entity.rootEntity.entityCode],
+              !entity.selfAndDescendants.contains(where: { $0.relationships.contains { [.cascade, .deny].contains($0.deleteRule) } })
+        else { return nil }
+        let plan = try self.plan(fetch, columns: "t0.\"Z_PK\"", store: store)
+        guard plan.residual.isEmpty else { return nil }
+        count()
+        let deleted = try session.query(
+            "DELETE FROM \(layout.table) AS t0\(plan.rowCondition) RETURNING t0.\"Z_PK\", t0.\"Z_ENT\"", plan.parameters
+        ).compactMap { row -> ManagedObjectID? in
+            guard let pk = row[0].integer, let concrete = row[1].integer.flatMap({ schema.entity(forNumber: Int($0)) }) else { return nil }
+            return ManagedObjectID(entity: concrete, store: store, primaryKey: pk)
+        }.sorted { ($0.primaryKey ?? 0) < ($1.primaryKey ?? 0) }
+        guard !deleted.isEmpty else { return (StoreBatchResult(), nil) }
+        let keys = PostgresValue.array(.bigint, deleted.map { .int($0.primaryKey ?? -1) })
+        let root = entity.rootEntity
+        var changes = StoreSaveRequest()
+        changes.deleted = deleted.map { SavedObject(id: $0, entity: $0.entity, values: [], changedIndices: [], expectedVersion: nil) }
+        var cleared: [ManagedObjectID: [Int]] = [:]
+        for source in model.entitiesByCode {
+            for relationship in source.declaredProperties.compactMap({ $0 as? RelationshipDescription }) {
+                guard relationship.destinationEntity?.rootEntity === root else { continue }
+                if relationship.isToMany {
+                    guard case .joinTable(let name, _, let destinationColumn, _, _) = schema.storage(forToMany: relationship) else { continue }
+                    count()
+                    try session.execute("DELETE FROM \(table(name)) WHERE \(CoreDataLayout.quote(destinationColumn)) = ANY($1)", [keys])
+                    continue
+                }
+                var assignments = ["\(CoreDataLayout.quote(schema.columnName(for: relationship))) = NULL", "\"Z_OPT\" = \"Z_OPT\" + 1"]
+                if let entityColumn = schema.entityColumnName(forToOne: relationship) { assignments.append("\(CoreDataLayout.quote(entityColumn)) = NULL") }
+                let codes = source.selfAndDescendants.map { String(schema.entityNumber(for: $0)) }.joined(separator: ",")
+                count()
+                let rows = try session.query(
+                    """
+                    UPDATE \(table(for: source)) SET \(assignments.joined(separator: ", ")) \
+                    WHERE "Z_ENT" IN (\(codes)) AND \(CoreDataLayout.quote(schema.columnName(for: relationship))) = ANY($1) RETURNING "Z_PK", "Z_ENT"
+                    """, [keys])
+                for row in rows {
+                    guard let pk = row[0].integer, let concrete = row[1].integer.flatMap({ schema.entity(forNumber: Int($0)) }) else { continue }
+                    cleared[ManagedObjectID(entity: concrete, store: store, primaryKey: pk), default: []].append(relationship.index)
+                }
+            }
+        }
+        // The deleted rows' own join-table rows.
+        for source in entity.rootEntity.selfAndDescendants {
+            for relationship in source.declaredProperties.compactMap({ $0 as? RelationshipDescription }) where relationship.usesJoinTable {
+                guard case .joinTable(let name, let sourceColumn, _, _, _) = schema.storage(forToMany: relationship) else { continue }
+                count()
+                try session.execute("DELETE FROM \(table(name)) WHERE \(CoreDataLayout.quote(sourceColumn)) = ANY($1)", [keys])
+            }
+        }
+        var result = StoreBatchResult(affected: deleted, deleted: deleted)
+        for (id, indices) in cleared.sorted(by: { $0.key < $1.key }) {
+            changes.updated.append(SavedObject(
+                id: id, entity: id.entity, values: [Value](repeating: .null, count: id.entity.properties.count), changedIndices: indices, expectedVersion: nil))
+            result.updated.append(id)
+        }
+        let txid = try PostgresChangeLog.record(changes, permanentIDs: [:], backend: self, session: session).txid
+        return (result, txid)
     }
 
     /// The row of `owner` (or a sub-entity) holding a uniqueness constraint's values, if any.

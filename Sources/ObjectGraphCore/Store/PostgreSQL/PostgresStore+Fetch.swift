@@ -3,23 +3,38 @@ import Foundation
 // Fetches, counts, fault fulfilment and relationship reads, each in one REPEATABLE READ read-only
 // transaction.
 //
-// A fetch sends PostgreSQL what it answers exactly as memory does (``PostgresPredicateSQL``): the
-// whole predicate, sort, limit and offset when it can. When part of the predicate or of the sort
-// is beyond that (`[cd]`, `MATCHES`, key paths through relationships, …), the rows the rest of the
-// predicate selects are read and that part is evaluated, sorted, offset and limited in memory,
-// with the code every store shares: the answers are the same, and the cost is reading those rows.
+// A fetch is compiled by the compiler the SQLite store uses (``SQLPredicateCompiler``), in
+// PostgreSQL's words (``PredicateSQL/postgres``): comparisons of every type, key paths through
+// to-one relationships (joins) and to-many ones (`EXISTS` and `COUNT` subqueries), `ANY`, `ALL`,
+// `NONE`, `@count`, `SUBQUERY`, sorts on every attribute and on to-one key paths, and the fetch's
+// limit and offset. What PostgreSQL cannot say as memory does (``SQLPredicateCompiler/NotInDialect``:
+// `[c]`, `[d]`, `MATCHES`, arithmetic, case-insensitive sorts) is left to memory: the rows the rest
+// of the predicate selects are read, and that part is evaluated, sorted, offset and limited with
+// the code every store shares. The answers are the same; the cost is reading those rows.
 
 extension PostgresStore {
     /// How one fetch runs: its SQL, and what is left to do in memory.
     struct Plan {
         var sql: String
-        /// The WHERE clause's conditions (on the table aliased `t0`), which `parameters` bind.
+        /// The fetched table (aliased `t0`) and the to-one joins the conditions read.
+        var from: String
+        var hasJoins: Bool
+        /// The WHERE clause's conditions (on `from`), which `parameters` bind.
         var conditions: [String]
         var parameters: [PostgresValue]
         /// The conjuncts of the predicate evaluated in memory.
         var residual: [PredicateNode]
         /// Whether sorting, offset and limit are left to memory.
         var sortsInMemory: Bool
+
+        /// The conditions as the WHERE clause of an `UPDATE` or a `DELETE` of the fetched table
+        /// aliased `t0` (`""` when there are none): where they read joined tables, the rows the
+        /// joins select, by key (an `UPDATE` or a `DELETE` joins no tables of its own).
+        var rowCondition: String {
+            let condition = conditions.joined(separator: " AND ")
+            if hasJoins { return " WHERE t0.\"Z_PK\" IN (SELECT t0.\"Z_PK\" FROM \(from)\(condition.isEmpty ? "" : " WHERE " + condition))" }
+            return condition.isEmpty ? "" : " WHERE " + condition
+        }
     }
 
     func plan(_ request: StoreFetchRequest, columns: String, store: PersistentStore, forCount: Bool = false) throws -> Plan {
@@ -29,19 +44,28 @@ extension PostgresStore {
         if let predicate = request.predicate { _ = try checker.whereClause(for: predicate) }
         if !forCount { _ = try checker.orderByClause(for: request.sortDescriptors) }
 
-        var compiler = PostgresPredicateSQL(schema: schema, entity: entity, store: store)
+        let compiler = SQLPredicateCompiler(
+            schema: schema, root: SQLScope(alias: "t0", entity: entity), aliasCount: 0, dialect: .postgres, table: table, store: store)
         var conditions: [String] = []
+        var parameters: [PostgresValue] = []
         if let restriction = schema.entityRestriction(for: entity, includesSubentities: request.includesSubentities, alias: "t0", .postgres) {
             conditions.append(restriction)
         }
         var residual: [PredicateNode] = []
-        if let predicate = request.predicate {
-            for node in PostgresPredicateSQL.conjuncts(predicate.node) {
-                if let sql = compiler.compile(node) { conditions.append("(\(sql))") } else { residual.append(node) }
+        for node in request.predicate.map({ Self.conjuncts($0.node) }) ?? [] {
+            do {
+                let fragment = try compiler.condition(node)
+                let values = try fragment.arguments.map { try $0.postgresPredicateParameter() }
+                conditions.append("(" + SQLDialect.postgres.numbered(fragment.sql, from: parameters.count + 1) + ")")
+                parameters += values
+            } catch is SQLPredicateCompiler.NotInDialect {
+                residual.append(node)
             }
         }
-        let order = forCount ? "t0.\"Z_PK\"" : compiler.orderBy(request.sortDescriptors)
-        var sql = "SELECT \(columns) FROM \(table(for: entity)) AS t0"
+        let order = forCount ? "t0.\"Z_PK\"" : try orderBy(request.sortDescriptors, compiler)
+        var from = "\(table(for: entity)) AS t0"
+        if !compiler.root.joins.isEmpty { from += " " + compiler.root.joins.joined(separator: " ") }
+        var sql = "SELECT \(columns) FROM \(from)"
         if !conditions.isEmpty { sql += " WHERE " + conditions.joined(separator: " AND ") }
         let sortsInMemory = !residual.isEmpty || order == nil
         if !forCount { sql += " ORDER BY " + (sortsInMemory ? "t0.\"Z_PK\"" : order!) }
@@ -49,7 +73,33 @@ extension PostgresStore {
             if request.fetchLimit > 0 { sql += " LIMIT \(request.fetchLimit)" }
             if request.fetchOffset > 0 { sql += " OFFSET \(request.fetchOffset)" }
         }
-        return Plan(sql: sql, conditions: conditions, parameters: compiler.parameters, residual: residual, sortsInMemory: sortsInMemory)
+        return Plan(
+            sql: sql, from: from, hasJoins: !compiler.root.joins.isEmpty, conditions: conditions, parameters: parameters,
+            residual: residual, sortsInMemory: sortsInMemory)
+    }
+
+    /// The conjuncts of a predicate: the nodes of its top-level `AND`s, each answered in SQL or
+    /// left to memory on its own.
+    static func conjuncts(_ node: PredicateNode) -> [PredicateNode] {
+        if case .and(let nodes) = node { return nodes.flatMap(conjuncts) }
+        return [node]
+    }
+
+    /// The ORDER BY terms for `descriptors`, nil sorting first as in memory and each list ending
+    /// with the row's key, so that rows that compare the same come in key order, as in memory; nil
+    /// when one of them is a case-insensitive sort of strings, which PostgreSQL cannot fold as
+    /// memory does.
+    private func orderBy(_ descriptors: [FetchSortDescriptor], _ compiler: SQLPredicateCompiler) throws -> String? {
+        var terms: [String] = []
+        let nulls = SQLDialect.postgres.predicates.nulls
+        for descriptor in descriptors {
+            let path = try descriptor.analyzedKeyPath(from: compiler.root.entity)
+            guard case .scalar(let expression) = try compiler.compile(path, in: compiler.root) else { continue }
+            if descriptor.caseInsensitive && expression.valueClass == .string { return nil }
+            terms.append(expression.fragment.sql + (descriptor.ascending ? " ASC" + nulls.ascending : " DESC" + nulls.descending))
+        }
+        terms.append("t0.\"Z_PK\"")
+        return terms.joined(separator: ", ")
     }
 
     /// PostgreSQL's plan for the SQL of a fetch (`EXPLAIN`, one line a row), for tests and
@@ -77,6 +127,7 @@ extension PostgresStore {
         if plan.sortsInMemory && !request.includesPropertyValues { plan = try self.plan(request, columns: layout.selectList, store: store) }
         count()
         let rows = try session.query(plan.sql, plan.parameters).compactMap { layout.read($0, store: store) }
+        rowsRead.add(rows.count)
         guard plan.sortsInMemory else {
             return request.includesPropertyValues ? rows : rows.map { StoreRow(id: $0.id, snapshot: nil) }
         }
@@ -103,6 +154,7 @@ extension PostgresStore {
         sql += ") AS counted"
         return try read("counting \(request.entity.name)") { session in
             count()
+            rowsRead.add(1)
             return Int(try session.query(sql, plan.parameters).first?.first?.integer ?? 0)
         }
     }

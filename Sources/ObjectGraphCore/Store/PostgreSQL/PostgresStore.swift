@@ -27,6 +27,10 @@ final class PostgresStore: StoreBackend {
     let layouts: [Int: TableLayout]  // by root entity code
     /// How many SQL statements the store has run (``StoreStatistics/sqlStatements``).
     let statements = StatementCounter()
+    /// How many rows fetches and counts have read from the server: a fetch PostgreSQL answers
+    /// whole reads only the rows it returns (with a limit, at most the limit), one left partly to
+    /// memory reads every row the rest of its predicate selects.
+    let rowsRead = StatementCounter()
     /// This store object's own name, written with each of its saves to the change log, so that its
     /// coordinator tells its own commits from others'.
     let instanceID = UUID().uuidString

@@ -52,6 +52,23 @@ extension Value {
             self = type == .string ? .string(v) : Value(storedText: v, type: type)
         case .bytes(let v):
             self = v.withUnsafeBytes { Value(storedBlob: $0, type: type) }
+        case .array:
+            self = .null  // never a column's value
+        }
+    }
+}
+
+extension Value {
+    /// A value a predicate compares with (``SQLPredicateCompiler/bindable(_:for:_:)``) as a
+    /// parameter of its column's type.
+    ///
+    /// - Throws: ``SQLPredicateCompiler/NotInDialect`` for a string holding U+0000, which
+    ///   PostgreSQL's text cannot hold (memory compares with it).
+    func postgresPredicateParameter() throws -> PostgresValue {
+        switch self {
+        case .string(let v) where v.utf8.contains(0): throw SQLPredicateCompiler.NotInDialect(what: "a string holding U+0000")
+        case .bool(let v): return .int(v ? 1 : 0)
+        default: return try postgresParameter(for: nil, entity: nil)
         }
     }
 }

@@ -48,6 +48,8 @@ struct SQLDialect: Sendable {
     var returnsUpdatedVersion: Bool
     /// How an insert that does nothing when the row exists begins and ends.
     var ignoringInsert: (prefix: String, suffix: String)
+    /// How predicates and sort descriptors are written (``SQLPredicateCompiler``).
+    var predicates: PredicateSQL
 
     /// A column (quoted) of the table aliased `alias`, as a fetch selects it for an attribute of `type`.
     func selectedColumn(_ column: String, type: AttributeType?, alias: String = "t0") -> String {
@@ -66,6 +68,32 @@ struct SQLDialect: Sendable {
         return "\(ignoringInsert.prefix) \(table) (\(columns.map(CoreDataLayout.quote).joined(separator: ", "))) VALUES (\(values))\(ignoringInsert.suffix)"
     }
 
+    /// `sql` with its `?` placeholders (those outside quoted names and string literals) written as
+    /// this dialect's, numbered from `first`: how a predicate compiled with `?`s (``SQLFragment``)
+    /// becomes part of a PostgreSQL statement.
+    func numbered(_ sql: String, from first: Int = 1) -> String {
+        guard placeholder(1) != "?" else { return sql }
+        var result = ""
+        result.reserveCapacity(sql.utf8.count + 8)
+        var number = first
+        var quote: Character?
+        for character in sql {
+            if let open = quote {
+                if character == open { quote = nil }
+                result.append(character)
+            } else if character == "\"" || character == "'" {
+                quote = character
+                result.append(character)
+            } else if character == "?" {
+                result += placeholder(number)
+                number += 1
+            } else {
+                result.append(character)
+            }
+        }
+        return result
+    }
+
     /// `count` placeholders from the `first`, separated by commas.
     func placeholders(_ count: Int, from first: Int = 1) -> String {
         (first..<(first + count)).map(placeholder).joined(separator: ", ")
@@ -75,7 +103,7 @@ struct SQLDialect: Sendable {
     static let sqlite = SQLDialect(
         integer: "INTEGER", columnType: CoreDataLayout.columnType, binaryCollation: { _ in " COLLATE BINARY" }, keyColumnName: { $0 },
         placeholder: { _ in "?" }, decimalsAsText: false, keepsExternalStorage: true, versionLock: "", returnsUpdatedVersion: false,
-        ignoringInsert: ("INSERT OR IGNORE INTO", ""))
+        ignoringInsert: ("INSERT OR IGNORE INTO", ""), predicates: .sqlite)
 
     /// PostgreSQL: 64-bit integers, doubles for dates (seconds since 2001, as Core Data), exact
     /// numerics for decimals, text in the "C" collation (code-point order, as SQLite's BINARY for
@@ -99,5 +127,57 @@ struct SQLDialect: Sendable {
         keyColumnName: CoreDataLayout.quote,
         placeholder: { "$\($0)" }, decimalsAsText: true, keepsExternalStorage: false,
         versionLock: " ORDER BY \"Z_PK\" FOR UPDATE", returnsUpdatedVersion: true,
-        ignoringInsert: ("INSERT INTO", " ON CONFLICT DO NOTHING"))
+        ignoringInsert: ("INSERT INTO", " ON CONFLICT DO NOTHING"), predicates: .postgres)
+}
+
+/// Where the SQL of a predicate differs between the dialects: the same conditions, with in-memory
+/// semantics, written in each server's words.
+///
+/// | requirement | SQLite | PostgreSQL |
+/// |---|---|---|
+/// | ``true``, ``false`` | `1`, `0` | `TRUE`, `FALSE` |
+/// | ``isNotTrue``: `NOT` with NULL as false | `IS NOT 1` | `IS NOT TRUE` |
+/// | ``same``, ``notSame``: equality where NULL equals NULL | `IS`, `IS NOT` | `IS NOT DISTINCT FROM`, `IS DISTINCT FROM` |
+/// | ``comparable(_:type:)``: a column as compared | a decimal as a REAL | a decimal as a double, a boolean as an integer |
+/// | ``isNumber(_:)``: a REAL column holds no NaN | NaN is stored as a BLOB | NaN is `'NaN'` (which PostgreSQL orders above every number and equals itself) |
+/// | ``nulls``: where nil sorts (first, as in memory) | SQLite's own order | `NULLS FIRST` ascending, `NULLS LAST` descending |
+/// | ``hasStringFunctions``: `[c]`, `[d]`, `LIKE`, `MATCHES` | ObjectGraph's functions, registered on each connection | none: PostgreSQL's `LIKE`, `starts_with`, `strpos` for the case- and diacritic-sensitive operators |
+/// | ``hasLongLists``: a list of any length as one bound value | `json_each` | none: one parameter per value |
+/// | ``hasPredicateArithmetic``: arithmetic as memory does it | SQLite's own (memory reproduces it) | none: PostgreSQL's overflow and division by zero are errors |
+///
+/// What a dialect cannot say, ``SQLPredicateCompiler`` reports as ``SQLPredicateCompiler/NotInDialect``:
+/// the store evaluates that part of the predicate (or that sort) in memory.
+struct PredicateSQL: Sendable {
+    var `true`: String
+    var `false`: String
+    var isNotTrue: String
+    var same: String
+    var notSame: String
+    /// A column of an attribute of `type` as comparisons see it (numbers compare across types).
+    var comparable: @Sendable (_ column: String, _ type: AttributeType) -> String
+    /// The condition that a REAL expression holds a number or NULL, never NULL itself.
+    var isNumber: @Sendable (String) -> String
+    /// What follows `ASC` and `DESC` so that nil sorts first.
+    var nulls: (ascending: String, descending: String)
+    var hasStringFunctions: Bool
+    var hasLongLists: Bool
+    var hasPredicateArithmetic: Bool
+
+    static let sqlite = PredicateSQL(
+        true: "1", false: "0", isNotTrue: "IS NOT 1", same: "IS", notSame: "IS NOT",
+        comparable: { column, type in type == .decimal ? "CAST(\(column) AS REAL)" : column },
+        isNumber: { "typeof(\($0)) <> 'blob'" }, nulls: ("", ""),
+        hasStringFunctions: true, hasLongLists: true, hasPredicateArithmetic: true)
+
+    static let postgres = PredicateSQL(
+        true: "TRUE", false: "FALSE", isNotTrue: "IS NOT TRUE", same: "IS NOT DISTINCT FROM", notSame: "IS DISTINCT FROM",
+        comparable: { column, type in
+            switch type {
+            case .decimal: "(\(column))::float8"
+            case .boolean: "(\(column))::int"
+            default: column
+            }
+        },
+        isNumber: { "\($0) IS DISTINCT FROM 'NaN'::float8" }, nulls: (" NULLS FIRST", " NULLS LAST"),
+        hasStringFunctions: false, hasLongLists: false, hasPredicateArithmetic: false)
 }

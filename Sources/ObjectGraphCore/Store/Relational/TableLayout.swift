@@ -22,14 +22,17 @@ final class TableLayout: Sendable {
         let readers: [(Int, Reader)]
         /// The entity's stored properties in insert order (attributes and to-ones).
         let insertProperties: [PropertyDescription]
-        /// `INSERT INTO … VALUES (…)`: the key, the entity number, the version, then each insert
-        /// property's value (and a to-one's entity number, where the layout keeps one).
+        /// The columns an insert writes, unquoted: the key, the entity number, the version, then each
+        /// insert property's column (and a to-one's entity-number column, where the layout keeps one).
+        let insertColumns: [String]
+        /// `INSERT INTO … VALUES (…)` of ``insertColumns``.
         let insertSQL: String
 
-        init(entity: EntityDescription, readers: [(Int, Reader)], insertProperties: [PropertyDescription], insertSQL: String) {
+        init(entity: EntityDescription, readers: [(Int, Reader)], insertProperties: [PropertyDescription], insertColumns: [String], insertSQL: String) {
             self.entity = entity
             self.readers = readers
             self.insertProperties = insertProperties
+            self.insertColumns = insertColumns
             self.insertSQL = insertSQL
         }
     }
@@ -97,7 +100,8 @@ final class TableLayout: Sendable {
                 }
             }
             let insertSQL = "INSERT INTO \(table) (\(insertColumns.map(CoreDataLayout.quote).joined(separator: ","))) VALUES (\(placeholders.joined(separator: ",")))"
-            entities[schema.entityNumber(for: entity)] = EntityLayout(entity: entity, readers: readers, insertProperties: insertProperties, insertSQL: insertSQL)
+            entities[schema.entityNumber(for: entity)] = EntityLayout(
+                entity: entity, readers: readers, insertProperties: insertProperties, insertColumns: insertColumns, insertSQL: insertSQL)
         }
         self.entities = entities
         self.selectList = selected.joined(separator: ", ")

@@ -51,21 +51,51 @@ final class SQLScope {
     }
 }
 
-/// Compiles predicate nodes and key paths to SQL for ``SQLQueryBuilder``.
+/// Compiles predicate nodes and key paths to SQL, for the SQLite store (``SQLQueryBuilder``) and
+/// the PostgreSQL store, in the words of their ``SQLDialect``. Every value is a bound `?`; a
+/// dialect numbered `$n` renumbers them (``numbered(_:dialect:)``).
 final class SQLPredicateCompiler {
     typealias Options = PredicateComparison.Options
     typealias Operator = PredicateComparison.Operator
 
+    /// A part of a predicate or sort that the dialect cannot say with in-memory semantics (see
+    /// ``PredicateSQL``): the store evaluates it in memory.
+    struct NotInDialect: Error {
+        let what: String
+    }
+
     let schema: CoreDataLayout
     let root: SQLScope
+    let dialect: SQLDialect
+    /// A table's name as statements write it (quoted, and qualified by its schema in PostgreSQL).
+    let table: (String) -> String
+    /// The store whose rows are compared with object IDs: an ID of another store is none of
+    /// its objects (nil: only the keys count).
+    let store: PersistentStore?
     private(set) var aliasCount: Int
     /// The rows the variables of the enclosing SUBQUERYs range over.
     private var variables: [String: SQLScope] = [:]
 
-    init(schema: CoreDataLayout, root: SQLScope, aliasCount: Int) {
+    init(
+        schema: CoreDataLayout, root: SQLScope, aliasCount: Int, dialect: SQLDialect = .sqlite,
+        table: @escaping (String) -> String = CoreDataLayout.quote, store: PersistentStore? = nil
+    ) {
+        self.store = store
         self.schema = schema
         self.root = root
         self.aliasCount = aliasCount
+        self.dialect = dialect
+        self.table = table
+    }
+
+    /// True or false, as the dialect writes them.
+    func constant(_ value: Bool) -> SQLFragment {
+        SQLFragment(sql: value ? dialect.predicates.true : dialect.predicates.false)
+    }
+
+    /// The primary-key column of the row aliased `alias`.
+    private func primaryKey(of alias: String) -> String {
+        "\(alias).\(dialect.keyColumnName(CoreDataLayout.primaryKeyColumn))"
     }
 
     private func nextAlias() -> String {
@@ -118,16 +148,16 @@ final class SQLPredicateCompiler {
     func condition(_ node: PredicateNode) throws -> SQLFragment {
         switch node {
         case .constant(let value):
-            return .constant(value)
+            return constant(value)
         case .not(let node):
-            // Conditions are 1, 0 or NULL (unknown, which is false in memory): true unless 1.
+            // Conditions are true, false or NULL (unknown, which is false in memory): true unless true.
             // (`NOT IFNULL(…, 0)` would say the same with more of SQLite's parser stack.)
-            return "(\(try condition(node))) IS NOT 1"
+            return "(\(try condition(node))) \(raw: dialect.predicates.isNotTrue)"
         case .and(let nodes):
-            if nodes.isEmpty { return .true }
+            if nodes.isEmpty { return constant(true) }
             return Self.chain(try nodes.map { try condition($0) }, separator: " AND ")
         case .or(let nodes):
-            if nodes.isEmpty { return .false }
+            if nodes.isEmpty { return constant(false) }
             var parts: [SQLFragment] = []
             for part in SQLEqualityGroups.split(nodes) {
                 switch part {
@@ -220,6 +250,7 @@ final class SQLPredicateCompiler {
         let a = try numericOperand(lhs)
         let b = try numericOperand(rhs)
         if case .constant(let x) = a, case .constant(let y) = b { return .constant(op.apply(x, y)) }
+        guard dialect.predicates.hasPredicateArithmetic else { throw NotInDialect(what: "arithmetic") }
         let symbol = switch op {
         case .add: "+"
         case .subtract: "-"
@@ -325,8 +356,7 @@ final class SQLPredicateCompiler {
     /// The value at the end of to-one steps (and maybe a final attribute) from the scope's row.
     private func expression(_ steps: ArraySlice<AnalyzedKeyPath.Step>, in scope: SQLScope) throws -> SQLExpression {
         guard let last = steps.last else {
-            return SQLExpression(
-                fragment: "\(raw: scope.alias).\(raw: CoreDataLayout.primaryKeyColumn)", valueClass: .object(scope.entity))
+            return SQLExpression(fragment: SQLFragment(sql: primaryKey(of: scope.alias)), valueClass: .object(scope.entity))
         }
         let alias = try self.alias(following: steps.dropLast(), in: scope)
         switch last {
@@ -338,7 +368,7 @@ final class SQLPredicateCompiler {
                     entityName: attribute.entity?.name, key: attribute.name)
             }
             let column = "\(alias).\(CoreDataLayout.quote(schema.columnName(for: attribute)))"
-            let sql = attribute.attributeType == .decimal ? "CAST(\(column) AS REAL)" : column
+            let sql = dialect.predicates.comparable(column, attribute.attributeType)
             let isReal = [.double, .float, .date].contains(attribute.attributeType)
             return SQLExpression(fragment: SQLFragment(sql: sql), valueClass: SQLValueClass(attribute.attributeType), mayHoldNaN: isReal)
         case .toOne(let relationship):
@@ -367,8 +397,8 @@ final class SQLPredicateCompiler {
             }
             let joined = nextAlias()
             scope.joins.append(
-                "LEFT JOIN \(CoreDataLayout.quote(schema.tableName(for: destination))) AS \(joined) "
-                    + "ON \(joined).\(CoreDataLayout.primaryKeyColumn) = \(alias).\(CoreDataLayout.quote(schema.columnName(for: relationship)))")
+                "LEFT JOIN \(table(schema.tableName(for: destination))) AS \(joined) "
+                    + "ON \(primaryKey(of: joined)) = \(alias).\(CoreDataLayout.quote(schema.columnName(for: relationship)))")
             scope.joinAliases[key] = joined
             alias = joined
         }
@@ -382,6 +412,8 @@ final class SQLPredicateCompiler {
         var from: String
         /// Ties the subquery's rows to the source row.
         var correlation: String
+        /// The column of the subquery's rows that names their source row.
+        var link: String
         /// The destination's ID (primary key).
         var destinationID: SQLExpression
         /// The destination's row, when joined.
@@ -391,27 +423,28 @@ final class SQLPredicateCompiler {
     private func subquery(_ toMany: ToMany, joiningDestination: Bool) -> Subquery {
         let relationship = toMany.relationship
         guard let destination = relationship.destinationEntity else { preconditionFailure("unresolved relationship") }
-        let pk = CoreDataLayout.primaryKeyColumn
         switch schema.storage(forToMany: relationship) {
         case .foreignKey(let table, let column, _):
             let alias = nextAlias()
             return Subquery(
-                from: "\(CoreDataLayout.quote(table)) AS \(alias)",
-                correlation: "\(alias).\(CoreDataLayout.quote(column)) = \(toMany.sourceAlias).\(pk)",
-                destinationID: SQLExpression(fragment: SQLFragment(sql: "\(alias).\(pk)"), valueClass: .object(destination)),
+                from: "\(self.table(table)) AS \(alias)",
+                correlation: "\(alias).\(CoreDataLayout.quote(column)) = \(primaryKey(of: toMany.sourceAlias))",
+                link: "\(alias).\(CoreDataLayout.quote(column))",
+                destinationID: SQLExpression(fragment: SQLFragment(sql: primaryKey(of: alias)), valueClass: .object(destination)),
                 destination: SQLScope(alias: alias, entity: destination))
         case .joinTable(let table, let sourceColumn, let destinationColumn, _, _):
             let pairs = nextAlias()
             var subquery = Subquery(
-                from: "\(CoreDataLayout.quote(table)) AS \(pairs)",
-                correlation: "\(pairs).\(CoreDataLayout.quote(sourceColumn)) = \(toMany.sourceAlias).\(pk)",
+                from: "\(self.table(table)) AS \(pairs)",
+                correlation: "\(pairs).\(CoreDataLayout.quote(sourceColumn)) = \(primaryKey(of: toMany.sourceAlias))",
+                link: "\(pairs).\(CoreDataLayout.quote(sourceColumn))",
                 destinationID: SQLExpression(
                     fragment: SQLFragment(sql: "\(pairs).\(CoreDataLayout.quote(destinationColumn))"), valueClass: .object(destination)),
                 destination: nil)
             if joiningDestination {
                 let alias = nextAlias()
-                subquery.from += " JOIN \(CoreDataLayout.quote(schema.tableName(for: destination))) AS \(alias) "
-                    + "ON \(alias).\(pk) = \(pairs).\(CoreDataLayout.quote(destinationColumn))"
+                subquery.from += " JOIN \(self.table(schema.tableName(for: destination))) AS \(alias) "
+                    + "ON \(primaryKey(of: alias)) = \(pairs).\(CoreDataLayout.quote(destinationColumn))"
                 subquery.destination = SQLScope(alias: alias, entity: destination)
             }
             return subquery
@@ -426,8 +459,11 @@ final class SQLPredicateCompiler {
             valueClass: .numeric)
     }
 
-    /// `EXISTS (…)` (ANY), `NOT EXISTS (… NOT …)` (ALL) or `NOT EXISTS (…)` (NONE) over the values
-    /// of a to-many key path, with `body` the condition on one value.
+    /// `source IN (…)` (ANY), `NOT EXISTS (… NOT …)` (ALL) or `NOT EXISTS (…)` (NONE) over the
+    /// values of a to-many key path, with `body` the condition on one value. ANY names the sources
+    /// of the destination rows that pass, found in one pass over the destinations' table (or the
+    /// join table) rather than a probe of it for each source row; `NOT IN` would not do for the
+    /// others (PostgreSQL cannot make it an anti-join, and it is unknown, not false, beside a nil).
     private func quantified(
         _ toMany: ToMany, _ modifier: PredicateComparison.Modifier, body: (SQLExpression) throws -> SQLFragment
     ) throws -> SQLFragment {
@@ -443,8 +479,8 @@ final class SQLPredicateCompiler {
         let condition = try body(item)
         let select = "SELECT 1 FROM \(from) WHERE \(subquery.correlation) AND "
         switch modifier {
-        case .any, .direct: return "EXISTS (\(raw: select)(\(condition)))"
-        case .all: return "NOT EXISTS (\(raw: select)(\(condition)) IS NOT 1)"
+        case .any, .direct: return "\(raw: primaryKey(of: toMany.sourceAlias)) IN (SELECT \(raw: subquery.link) FROM \(raw: from) WHERE (\(condition)))"
+        case .all: return "NOT EXISTS (\(raw: select)(\(condition)) \(raw: dialect.predicates.isNotTrue))"
         case .none: return "NOT EXISTS (\(raw: select)(\(condition)))"
         }
     }
