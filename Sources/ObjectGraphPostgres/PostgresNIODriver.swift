@@ -43,7 +43,9 @@ extension EventLoopFuture where Value: Sendable {
 /// The driver ``PersistentStoreCoordinator/registerPostgresStore()`` registers: PostgresNIO connections.
 final class PostgresNIODriverFactory: PostgresDriverFactory {
     static func connect(url: URL, maximumConnections: Int, logger: Logger) throws -> any PostgresDriver {
-        try PostgresNIODriver(configuration: PostgresURL(url).configuration(), maximumConnections: maximumConnections, logger: logger)
+        let url = try PostgresURL(url)
+        return try PostgresNIODriver(
+            configuration: url.configuration(), maximumConnections: maximumConnections, poolTimeout: url.poolTimeout, logger: logger)
     }
 }
 
@@ -56,6 +58,8 @@ struct PostgresURL {
     var database: String
     /// `sslmode`: `disable` (the default), `require` or `verify-full`.
     var tlsMode: String
+    /// `pool_timeout`: how long a caller waits for a connection of the pool, in seconds.
+    var poolTimeout: Double
 
     init(_ url: URL) throws {
         guard let components = URLComponents(url: url, resolvingAgainstBaseURL: false),
@@ -76,6 +80,11 @@ struct PostgresURL {
         password = components.password?.removingPercentEncoding
         self.database = database.removingPercentEncoding ?? database
         tlsMode = components.queryItems?.first { $0.name == "sslmode" }?.value ?? "disable"
+        let timeout = components.queryItems?.first { $0.name == "pool_timeout" }?.value
+        guard let seconds = timeout.map(Double.init) ?? 10, seconds >= 0, seconds.isFinite else {
+            throw PostgresDriverError(kind: .other, message: "The URL '\(Self.redacted(url))' has pool_timeout=\(timeout ?? ""), not a number of seconds")
+        }
+        poolTimeout = seconds
     }
 
     func configuration() throws -> PostgresConnection.Configuration {
@@ -111,6 +120,9 @@ final class PostgresNIODriver: PostgresDriver, Sendable {
     private let group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton
     /// One permit per connection that may be open at once.
     private let permits: DispatchSemaphore
+    private let maximumConnections: Int
+    /// How long a caller waits for a permit, in seconds.
+    private let poolTimeout: Double
     private let state = NIOLockedValueBox(State())
 
     private struct State {
@@ -119,9 +131,11 @@ final class PostgresNIODriver: PostgresDriver, Sendable {
         var nextID = 1
     }
 
-    init(configuration: PostgresConnection.Configuration, maximumConnections: Int, logger: Logger) throws {
+    init(configuration: PostgresConnection.Configuration, maximumConnections: Int, poolTimeout: Double = 10, logger: Logger) throws {
         self.configuration = configuration
         self.logger = logger
+        self.maximumConnections = max(1, maximumConnections)
+        self.poolTimeout = poolTimeout
         permits = DispatchSemaphore(value: max(1, maximumConnections))
         // Connect once now, so that a wrong address, user or database fails here.
         let connection = try connect()
@@ -146,9 +160,14 @@ final class PostgresNIODriver: PostgresDriver, Sendable {
         }
     }
 
-    /// An open connection of the pool (one of the idle ones, or a new one), holding a permit.
+    /// An open connection of the pool (one of the idle ones, or a new one), holding a permit; a
+    /// ``PostgresDriverError/Kind/poolExhausted`` error when none is free within the pool's time-out.
     private func checkOut() throws -> PostgresConnection {
-        permits.wait()
+        if permits.wait(timeout: .now() + .nanoseconds(Int(poolTimeout * 1e9))) == .timedOut {
+            throw PostgresDriverError(
+                kind: .poolExhausted,
+                message: "all \(maximumConnections) connections of the pool stayed in use for \(poolTimeout) s (pool_timeout)")
+        }
         do {
             while true {
                 let next = try state.withLockedValue { state -> PostgresConnection? in

@@ -222,6 +222,80 @@ struct PostgresDriverTests {
         #expect((1...2).contains(connections), "\(connections) connections for a pool of 2")
     }
 
+    /// When every connection stays in use, a caller waits at most the URL's `pool_timeout`, then
+    /// gets a typed error; a store reports it as busy, naming what it was doing, and works again
+    /// once a connection is free.
+    @Test(.timeLimit(.minutes(1)))
+    func anExhaustedPoolIsAWaitThatEndsWithATypedError() throws {
+        let (_, base) = try database()
+        let url = URL(string: base.absoluteString + (base.query == nil ? "?" : "&") + "pool_timeout=0.3")!
+        let driver = try connect(url, connections: 2)
+        defer { driver.close() }
+        let holding = DispatchGroup()
+        let release = DispatchSemaphore(value: 0)
+        let started = DispatchSemaphore(value: 0)
+        for _ in 0..<2 {
+            DispatchQueue.global().async(group: holding) {
+                _ = try? driver.transaction(isolation: .readCommitted, readOnly: true) { session -> Void in
+                    _ = try session.query("SELECT 1", [])
+                    started.signal()
+                    release.wait()
+                }
+            }
+        }
+        started.wait()
+        started.wait()
+        let start = Date()
+        #expect {
+            try driver.transaction(isolation: .readCommitted, readOnly: true) { try $0.query("SELECT 1", []) }
+        } throws: { error in
+            let error = error as? PostgresDriverError
+            return error?.kind == .poolExhausted && error?.message.contains("all 2 connections") == true
+        }
+        let waited = Date().timeIntervalSince(start)
+        #expect(waited >= 0.25 && waited < 5, "waited \(waited) s")
+        release.signal()
+        release.signal()
+        holding.wait()
+        #expect(try driver.transaction(isolation: .readCommitted, readOnly: true) { try $0.query("SELECT 1", []) }.first?.first == .int(1))
+
+
+        // Through a store (one reader and one writer connection): ObjectGraphError.busy, saying
+        // what waited.
+        let coordinator = PersistentStoreCoordinator(managedObjectModel: TestModels.notes())
+        let store = try coordinator.addPersistentStore(type: .postgres, at: url, options: [PersistentStoreOption.maximumReaderCount: 1])
+        let backend = try #require(store.backend as? PostgresStore)
+        for _ in 0..<2 {
+            DispatchQueue.global().async(group: holding) {
+                _ = try? backend.driver.transaction(isolation: .readCommitted, readOnly: true) { session -> Void in
+                    _ = try session.query("SELECT 1", [])
+                    started.signal()
+                    release.wait()
+                }
+            }
+        }
+        started.wait()
+        started.wait()
+        let context = ManagedObjectContext(concurrencyType: .privateQueue)
+        context.persistentStoreCoordinator = coordinator
+        #expect {
+            try context.performAndWait { try context.fetch(FetchRequest<ManagedObject>(entityName: "Note")) }
+        } throws: { error in
+            let error = error as? ObjectGraphError
+            return error?.code == .busy && error?.message.contains("fetching Note") == true && error?.message.contains("pool_timeout") == true
+        }
+        release.signal()
+        release.signal()
+        holding.wait()
+        #expect(try context.performAndWait { try context.count(for: FetchRequest<ManagedObject>(entityName: "Note")) } == 0)
+    }
+
+    @Test func aBadPoolTimeoutIsRefusedSayingWhy() throws {
+        let (_, base) = try database()
+        let url = URL(string: base.absoluteString + (base.query == nil ? "?" : "&") + "pool_timeout=soon")!
+        #expect { try connect(url) } throws: { "\($0)".contains("pool_timeout=soon") }
+    }
+
     @Test func aListenerHearsNotificationsFromOtherConnections() throws {
         let (_, url) = try database()
         let driver = try connect(url)

@@ -63,6 +63,9 @@ package struct PostgresDriverError: Error, Sendable, CustomStringConvertible {
         /// network failed). What the statement did is unknown unless it ran in a transaction, which
         /// the server then rolled back.
         case connection
+        /// Every connection of the pool stayed in use for as long as the caller may wait for one
+        /// (`pool_timeout`): nothing was sent.
+        case poolExhausted
         /// Anything else: a value of a type the driver does not read, a closed driver.
         case other
     }
@@ -89,7 +92,7 @@ package struct PostgresDriverError: Error, Sendable, CustomStringConvertible {
         switch kind {
         case .server: "PostgreSQL error \(sqlState ?? "?"): \(message)"
         case .connection: "PostgreSQL connection failed: \(message)"
-        case .other: message
+        case .poolExhausted, .other: message
         }
     }
 }
@@ -135,7 +138,9 @@ package protocol PostgresListener: AnyObject, Sendable {
 /// What a driver module provides: a way to connect.
 package protocol PostgresDriverFactory {
     /// Connects to the database a `postgres://user:password@host:port/database?schema=…` URL
-    /// names, with at most `maximumConnections` connections at once.
+    /// names, with at most `maximumConnections` connections at once. A caller waits for a
+    /// connection at most the URL's `pool_timeout` seconds (10 when it names none), then gets a
+    /// ``PostgresDriverError/Kind/poolExhausted`` error.
     static func connect(url: URL, maximumConnections: Int, logger: Logger) throws -> any PostgresDriver
 }
 

@@ -202,6 +202,8 @@ final class PostgresStore: StoreBackend {
             return ObjectGraphError(.busy, "The \(StoreType.postgres) store \(location) is busy (\(error.message)) while \(doing); nothing was written", url: url)
         case (.server, "53100"?):
             return ObjectGraphError(.diskFull, "The PostgreSQL server of \(location) is out of disk space (\(error.message)) while \(doing); nothing was written", url: url)
+        case (.poolExhausted, _):
+            return ObjectGraphError(.busy, "The \(StoreType.postgres) store \(location) is busy: \(error.message) while \(doing); nothing was sent", url: url)
         case (.server, "25006"?):
             return ObjectGraphError(.readOnly, "The PostgreSQL server of \(location) refused a write (\(error.message)) while \(doing)", url: url)
         default:

@@ -137,7 +137,7 @@ enum PostgresStoreTables {
             return ObjectGraphError(.io, "The PostgreSQL server of \(location) could not be reached while \(doing): \(error.message)")
         case .server where error.sqlState == "3D000" || error.sqlState == "28000" || error.sqlState == "28P01":
             return ObjectGraphError(.io, "The PostgreSQL server refused \(location) while \(doing): \(error.message)")
-        case .server, .other:
+        case .server, .other, .poolExhausted:
             return ObjectGraphError(.io, "PostgreSQL failed while \(doing) in \(location): \(error)")
         }
     }
