@@ -252,6 +252,21 @@ final class PostgresNIODriver: PostgresDriver, Sendable {
         for connection in idle { closeQuietly(connection) }
     }
 
+    func exportSnapshot() throws -> any PostgresExportedSnapshot {
+        let connection = try dedicatedConnection()
+        let session = Session(connection: connection, logger: logger)
+        do {
+            try session.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", [])
+            guard case .text(let id)? = try session.query("SELECT pg_export_snapshot()", []).first?.first else {
+                throw PostgresDriverError(kind: .other, message: "pg_export_snapshot() returned no snapshot")
+            }
+            return ExportedSnapshot(id: id, connection: connection)
+        } catch {
+            closeQuietly(connection)
+            throw Self.translate(error)
+        }
+    }
+
     /// A connection of its own for a listener.
     fileprivate func dedicatedConnection() throws -> PostgresConnection {
         if state.withLockedValue({ $0.closed }) { throw PostgresDriverError(kind: .other, message: "The PostgreSQL store was closed") }
@@ -338,6 +353,28 @@ private struct Session: PostgresSession {
         } catch {
             throw PostgresDriverError(kind: .other, message: "column \(cell.columnName) (\(cell.dataType)) could not be read: \(error)")
         }
+    }
+}
+
+/// An exported snapshot: its transaction stays open on its connection until released (or until
+/// the snapshot goes away), which closes the connection and so ends the transaction.
+private final class ExportedSnapshot: PostgresExportedSnapshot {
+    let id: String
+    private let connection: NIOLockedValueBox<PostgresConnection?>
+
+    init(id: String, connection: PostgresConnection) {
+        self.id = id
+        self.connection = NIOLockedValueBox(connection)
+    }
+
+    deinit { release() }
+
+    func release() {
+        let open = connection.withLockedValue { connection -> PostgresConnection? in
+            defer { connection = nil }
+            return connection
+        }
+        open.map(closeQuietly)
     }
 }
 

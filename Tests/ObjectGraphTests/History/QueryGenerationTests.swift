@@ -20,7 +20,7 @@ struct QueryGenerationTests {
         try writer.save()
     }
 
-    @Test(arguments: StoreKind.allCases)
+    @Test(arguments: StoreKind.everyStore)
     func aPinnedContextFetchesAndCountsItsGeneration(_ kind: StoreKind) throws {
         let (stack, _) = try seeded(kind)
         let pinned = stack.context("pinned")
@@ -45,7 +45,7 @@ struct QueryGenerationTests {
         #expect(try pinned.count(for: request) == 4)
     }
 
-    @Test(arguments: StoreKind.allCases)
+    @Test(arguments: StoreKind.everyStore)
     func dictionaryAndBatchedFetchesOfAChildReadItsChainsGeneration(_ kind: StoreKind) throws {
         let chain = try ContextChain(kind)
         _ = try chain.seed(notes: 3)
@@ -71,7 +71,7 @@ struct QueryGenerationTests {
         #expect(latest == 4, "unpinned, the chain reads the latest rows")
     }
 
-    @Test(arguments: StoreKind.allCases)
+    @Test(arguments: StoreKind.everyStore)
     func aPinnedContextsFaultsReadItsGeneration(_ kind: StoreKind) throws {
         let (stack, ids) = try seeded(kind)
         // Another context has the rows in the row cache, then changes them: a pinned fault must not
@@ -93,7 +93,7 @@ struct QueryGenerationTests {
         #expect(try fresh.existingObject(with: ids[0]).value(forKey: "title") as? String == "changed")
     }
 
-    @Test(arguments: StoreKind.allCases)
+    @Test(arguments: StoreKind.everyStore)
     func aPinnedContextDoesNotSeeADeleteOrARelationshipChangeMadeLater(_ kind: StoreKind) throws {
         let (stack, ids) = try seeded(kind)
         try commitElsewhere(stack) { writer in
@@ -111,7 +111,7 @@ struct QueryGenerationTests {
         #expect(try pinned.existingObject(with: ids[2]).value(forKey: "title") as? String == "n2")
     }
 
-    @Test(arguments: StoreKind.allCases)
+    @Test(arguments: StoreKind.everyStore)
     func aSaveMergeRefreshOrResetMovesThePinToTheCurrentGeneration(_ kind: StoreKind) throws {
         let (stack, ids) = try seeded(kind)
         let request = FetchRequest<ManagedObject>(entityName: "Note")
@@ -154,7 +154,7 @@ struct QueryGenerationTests {
         try moved()
     }
 
-    @Test(arguments: StoreKind.allCases)
+    @Test(arguments: StoreKind.everyStore)
     func aPinnedContextsSaveFindsConflictsAgainstTheLatestVersion(_ kind: StoreKind) throws {
         let (stack, ids) = try seeded(kind)
         let pinned = stack.context("pinned")
@@ -170,7 +170,7 @@ struct QueryGenerationTests {
         #expect(stored.value(forKey: "rank") as? Int64 == 50)
     }
 
-    @Test(arguments: StoreKind.allCases)
+    @Test(arguments: StoreKind.everyStore)
     func aTokenPinsAnotherContextToTheSameGeneration(_ kind: StoreKind) throws {
         let (stack, _) = try seeded(kind)
         let first = stack.context("first")
@@ -193,7 +193,7 @@ struct QueryGenerationTests {
         #expect(third.queryGenerationToken == nil)
     }
 
-    @Test(arguments: StoreKind.allCases)
+    @Test(arguments: StoreKind.everyStore)
     func statisticsCountTheLivePins(_ kind: StoreKind) throws {
         let (stack, _) = try seeded(kind)
         #expect(stack.coordinator.statistics.pinnedQueryGenerations == 0)
@@ -242,7 +242,7 @@ struct QueryGenerationTests {
 
 @Suite("Query generations under a concurrent writer")
 struct QueryGenerationStressTests {
-    @Test(arguments: StoreKind.allCases)
+    @Test(arguments: StoreKind.everyStore)
     func aPinnedContextsCountsStayPutWhileAWriterCommits(_ kind: StoreKind) throws {
         let stack = try TestStack(kind)
         let seed = stack.context("seed")

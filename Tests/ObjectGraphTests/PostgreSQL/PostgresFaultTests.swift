@@ -40,6 +40,8 @@ final class CommitLosingDriver: PostgresDriver, @unchecked Sendable {  // `armed
         try real.listen(channel: channel, handler: handler, reconnected: reconnected)
     }
 
+    func exportSnapshot() throws -> any PostgresExportedSnapshot { try real.exportSnapshot() }
+
     func close() { real.close() }
 }
 

@@ -126,8 +126,20 @@ package protocol PostgresDriver: AnyObject, Sendable {
     func listen(
         channel: String, handler: @escaping @Sendable (String) -> Void, reconnected: @escaping @Sendable () -> Void
     ) throws -> any PostgresListener
+    /// Opens a `REPEATABLE READ` read-only transaction on a connection of its own, outside the
+    /// pool, and exports its snapshot (`pg_export_snapshot()`): until the snapshot is released, a
+    /// transaction that begins with `SET TRANSACTION SNAPSHOT` reads exactly what it saw.
+    func exportSnapshot() throws -> any PostgresExportedSnapshot
     /// Closes every connection; later calls throw.
     func close()
+}
+
+/// A snapshot a transaction of its own keeps open (``PostgresDriver/exportSnapshot()``).
+package protocol PostgresExportedSnapshot: AnyObject, Sendable {
+    /// What `SET TRANSACTION SNAPSHOT` names.
+    var id: String { get }
+    /// Ends the transaction and closes its connection; the snapshot can no longer be read.
+    func release()
 }
 
 /// A channel being listened on; ``cancel()`` stops listening and closes its connection.

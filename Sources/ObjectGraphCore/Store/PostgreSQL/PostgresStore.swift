@@ -120,9 +120,17 @@ final class PostgresStore: StoreBackend {
 
     func count(_ n: Int = 1) { statements.add(n) }
 
-    /// A read in one `REPEATABLE READ` read-only transaction.
+    /// A read in one `REPEATABLE READ` read-only transaction: of the snapshot of the query
+    /// generation the reading context is pinned to, if any, and of the latest commits otherwise.
     func read<T>(_ doing: String, _ body: (any PostgresSession) throws -> T) throws -> T {
         do {
+            if let pinned = QueryGeneration.pinnedVersion(of: self, as: PinnedSnapshot.self) {
+                let id = pinned.content.snapshot.id.replacingOccurrences(of: "'", with: "''")
+                return try driver.transaction(isolation: .repeatableRead, readOnly: true) { session in
+                    try session.execute("SET TRANSACTION SNAPSHOT '\(id)'", [])
+                    return try body(session)
+                }
+            }
             return try driver.transaction(isolation: .repeatableRead, readOnly: true, body)
         } catch let error as PostgresDriverError {
             throw translate(error, while: doing)
@@ -211,9 +219,24 @@ final class PostgresStore: StoreBackend {
         }
     }
 
+    /// A query generation's version of the store: a transaction of its own, kept open (on a
+    /// connection outside the pool) while a context is pinned to it, whose exported snapshot every
+    /// read of those contexts imports.
     func pinVersion(store: PersistentStore) throws -> any PinnedStoreVersion {
-        throw ObjectGraphError(
-            .unsupported, "Query generations are not available on a \(StoreType.postgres) store yet (\(location)): read the current generation", url: url)
+        do {
+            return PinnedSnapshot(SnapshotHolder(try driver.exportSnapshot()), backend: self)
+        } catch let error as PostgresDriverError {
+            throw translate(error, while: "pinning a query generation")
+        }
+    }
+
+    typealias PinnedSnapshot = PinnedContent<SnapshotHolder>
+
+    /// Releases its snapshot when the last context pinned to the generation lets it go.
+    final class SnapshotHolder: Sendable {
+        let snapshot: any PostgresExportedSnapshot
+        init(_ snapshot: any PostgresExportedSnapshot) { self.snapshot = snapshot }
+        deinit { snapshot.release() }
     }
 
     func close() throws { driver.close() }
