@@ -139,12 +139,6 @@ public final class PersistentStoreCoordinator: Sendable, CustomStringConvertible
         let options = try StoreOptions(options)
         let readOnly = options.readOnly, durability = options.durability
         let readers = options.maximumReaderCount, busyTimeout = options.busyTimeout
-        if type == .postgres && options.historyTracking {
-            throw ObjectGraphError(
-                .unsupported,
-                "A \(type) store keeps no persistent history yet (its coordinators hear each other's commits without it): remove the \(PersistentStoreOption.persistentHistoryTracking) option",
-                url: url)
-        }
         if type != .sqlite && type != .postgres && (options.historyTracking || options.remoteChangeNotifications) {
             throw ObjectGraphError(
                 .unsupported,
@@ -183,7 +177,8 @@ public final class PersistentStoreCoordinator: Sendable, CustomStringConvertible
             }
             // Connections: one per reader the options allow, and one for saves.
             backend = try PostgresStore(
-                url: url, model: managedObjectModel, readOnly: readOnly, maximumConnections: readers + 1, logger: logger, migration: migration)
+                url: url, model: managedObjectModel, readOnly: readOnly, maximumConnections: readers + 1, logger: logger, migration: migration,
+                historyTracking: options.historyTracking)
         case .binary, .xml:
             guard let url else { throw ObjectGraphError(.io, "A \(type) store needs a file URL") }
             backend = try AtomicStore(url: url, model: managedObjectModel, format: type == .xml ? .xml : .binary, readOnly: readOnly)

@@ -6,7 +6,16 @@ import Foundation
 
 extension PostgresStore {
     func executeBatch(_ request: StoreBatchRequest, store: PersistentStore) throws -> StoreBatchResult {
-        try writeResolvingCommit("running a batch request") { session in try run(request, store: store, session: session) }
+        try writeResolvingCommit("running a batch request") { session in
+            var (result, txid) = try run(request, store: store, session: session)
+            // The request is one transaction of history (its row-by-row steps record none of their own).
+            if historyTracking, txid != nil, let number = try changeLogNumber(session: session) {
+                let changes = HistoryRecording.changes(of: request, result: result)
+                try recordHistory(changes, number: number, tombstones: [:], session: session)
+                result.historyChanges = changes.count
+            }
+            return (result, txid)
+        }
     }
 
     private func run(_ request: StoreBatchRequest, store: PersistentStore, session: any PostgresSession) throws -> (StoreBatchResult, Int64?) {
@@ -16,7 +25,7 @@ extension PostgresStore {
             let plan = try BatchInsertPlan(entity: entity, rows: rows) { _, owner, attributes, values in
                 try existingRow(owner, attributes, values, store: store, session: session)
             }
-            let (saved, txid) = try apply(plan.save, store: store, session: session)
+            let (saved, txid) = try apply(plan.save, store: store, session: session, recordsHistory: false)
             return (plan.result(permanentIDs: saved.permanentIDs), txid)
 
         case .update(let fetch, let values, _):
@@ -39,7 +48,7 @@ extension PostgresStore {
                 }
                 save.updated.append(SavedObject(id: row.id, entity: snapshot.entity, values: current, changedIndices: changed, expectedVersion: nil))
             }
-            let (_, txid) = try apply(save, store: store, session: session)
+            let (_, txid) = try apply(save, store: store, session: session, recordsHistory: false)
             return (StoreBatchResult(affected: ids, updated: ids), txid)
 
         case .delete(let fetch, _):
@@ -328,7 +337,7 @@ extension PostgresStore {
                 id: id, entity: entity, values: [Value](repeating: .null, count: entity.properties.count), changedIndices: indices, expectedVersion: nil))
             result.updated.append(id)
         }
-        let (_, txid) = try apply(save, store: store, session: session)
+        let (_, txid) = try apply(save, store: store, session: session, recordsHistory: false)
         // Join-table rows naming a deleted destination (the save drops those of the deleted rows' own relationships).
         for entity in model.entitiesByCode {
             for relationship in entity.declaredProperties.compactMap({ $0 as? RelationshipDescription }) where relationship.usesJoinTable {

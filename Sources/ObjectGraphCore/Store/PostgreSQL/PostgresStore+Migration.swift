@@ -80,6 +80,7 @@ extension PostgresStore {
 
             // The old tables go, the new ones come, and the rows are written with their keys.
             let kept = [PostgresStoreTables.metadataTable, PostgresStoreTables.primaryKeyTable, PostgresStoreTables.changeTable, PostgresStoreTables.modelCacheTable]
+                + PostgresStore.historyTables
             for name in tables where !kept.contains(name) {
                 try session.execute("DROP TABLE \(table(name)) CASCADE", [])
             }

@@ -27,14 +27,24 @@ extension PostgresStore {
         try writeResolvingCommit("saving") { session in try apply(request, store: store, session: session) }
     }
 
-    /// The save's statements (``SavePlan``), then its change-log row; returns what it did and its
-    /// transaction's ID (nil when it wrote nothing).
-    func apply(_ request: StoreSaveRequest, store: PersistentStore, session: any PostgresSession) throws -> (StoreSaveResult, Int64?) {
-        let result = try SavePlan(request, schema: schema, tables: layouts).run(on: PostgresSaveSession(store: self, persistentStore: store, session: session), store: store)
+    /// The save's statements (``SavePlan``), then its change-log row and, with history tracking
+    /// (unless a batch request records its own), its transaction of history; returns what it did
+    /// and its transaction's ID (nil when it wrote nothing).
+    func apply(_ request: StoreSaveRequest, store: PersistentStore, session: any PostgresSession, recordsHistory: Bool = true) throws -> (StoreSaveResult, Int64?) {
+        let history = historyTracking && recordsHistory && !request.isEmpty
+        let tombstones = history ? try self.tombstones(of: request.deleted.map(\.id), store: store, session: session) : [:]
+        var result = try SavePlan(request, schema: schema, tables: layouts).run(on: PostgresSaveSession(store: self, persistentStore: store, session: session), store: store)
         // The change log's row, announced to every coordinator when the transaction commits.
         var txid: Int64?
         if !request.isEmpty {
-            txid = try PostgresChangeLog.record(request, permanentIDs: result.permanentIDs, backend: self, session: session).txid
+            let (number, id) = try PostgresChangeLog.record(request, permanentIDs: result.permanentIDs, backend: self, session: session)
+            txid = id
+            if history {
+                let changes = HistoryRecording.changes(of: request, result: result)
+                try recordHistory(changes, number: number, tombstones: tombstones, session: session)
+                result.historyTransactionNumber = number
+                result.historyChanges = changes.count
+            }
         }
         return (result, txid)
     }

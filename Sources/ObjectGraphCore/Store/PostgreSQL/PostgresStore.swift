@@ -24,6 +24,8 @@ final class PostgresStore: StoreBackend {
     let schemaName: String
     let driver: any PostgresDriver
     let readOnly: Bool
+    /// Whether the store was added with ``PersistentStoreOption/persistentHistoryTracking``.
+    let historyTracking: Bool
     let layouts: [Int: TableLayout]  // by root entity code
     /// How many SQL statements the store has run (``StoreStatistics/sqlStatements``).
     let statements = StatementCounter()
@@ -42,8 +44,9 @@ final class PostgresStore: StoreBackend {
     ///   another model is migrated when they say so (see `PostgresStore+Migration.swift`).
     init(
         url: URL, model: ManagedObjectModel, readOnly: Bool, maximumConnections: Int, logger: Logger, driver: (any PostgresDriver)? = nil,
-        migration: MigrationSettings? = nil
+        migration: MigrationSettings? = nil, historyTracking: Bool = false
     ) throws {
+        self.historyTracking = historyTracking
         try StoreFiles.require(
             url.scheme == "postgres" || url.scheme == "postgresql", url: url, for: .postgres, "its URL must be postgres://user:password@host:port/database")
         self.url = url
@@ -61,7 +64,8 @@ final class PostgresStore: StoreBackend {
         let opened: PostgresStoreTables.Opened
         do {
             let migrates = !readOnly && migration?.migrates == true
-            opened = try PostgresStoreTables.open(driver, schema: schema, schemaName: schemaName, location: location, migrates: migrates)
+            opened = try PostgresStoreTables.open(
+                driver, schema: schema, schemaName: schemaName, location: location, migrates: migrates, history: historyTracking && !readOnly)
         } catch {
             driver.close()
             throw error
@@ -89,6 +93,7 @@ final class PostgresStore: StoreBackend {
         self.url = url
         self.model = model
         readOnly = true
+        historyTracking = false
         self.location = location
         self.schemaName = schemaName
         schema = CoreDataLayout(model: model)

@@ -44,7 +44,7 @@ enum PostgresStoreTables {
     /// - Parameter migrates: whether a store written with another model is reported to be migrated
     ///   (``Opened/migrateFrom``) rather than refused.
     static func open(
-        _ driver: any PostgresDriver, schema: CoreDataLayout, schemaName: String, location: String, migrates: Bool = false
+        _ driver: any PostgresDriver, schema: CoreDataLayout, schemaName: String, location: String, migrates: Bool = false, history: Bool = false
     ) throws -> Opened {
         do {
             return try driver.transaction(isolation: .readCommitted, readOnly: false) { session in
@@ -55,7 +55,11 @@ enum PostgresStoreTables {
                 let tables = try session.query(
                     "SELECT table_name FROM information_schema.tables WHERE table_schema = $1 ORDER BY table_name", [.text(schemaName)]
                 ).compactMap { row -> String? in if case .text(let name) = row.first { name } else { nil } }
-                if tables.isEmpty { return Opened(metadata: try create(session, schema: schema, schemaName: schemaName)) }
+                if tables.isEmpty {
+                    let metadata = try create(session, schema: schema, schemaName: schemaName)
+                    if history { try PostgresStore.createHistoryTables(session, schemaName: schemaName) }
+                    return Opened(metadata: metadata)
+                }
                 guard tables.contains(metadataTable) else {
                     throw ObjectGraphError(
                         .incompatibleModel,
@@ -80,6 +84,9 @@ enum PostgresStoreTables {
                 }
                 if !tables.contains(modelCacheTable) {
                     try writeModelCache(session, model: schema.model, schemaName: schemaName)
+                }
+                if history && !PostgresStore.historyTables.allSatisfy(tables.contains) {
+                    try PostgresStore.createHistoryTables(session, schemaName: schemaName)
                 }
                 return Opened(metadata: metadata)
             }

@@ -35,7 +35,7 @@ extension SQLiteStore {
             // Recorded in the batch's own transaction, with the tombstones of what it deletes.
             try prepareTombstones(db)
             var result = try runBatch(request, store: store, db)
-            let changes = historyChanges(of: request, result: result)
+            let changes = HistoryRecording.changes(of: request, result: result)
             try recordHistory(changes, db: db)
             result.historyChanges = changes.count
             return result

@@ -25,14 +25,9 @@ extension SQLiteStore {
     static let stringEntity = 16003
     static let consumerTable = "Z_OGHISTORYCONSUMER"
 
-    /// Each entity's attributes preserved on deletion, in the order of their tombstone columns.
-    static func preservedAttributes(of entity: EntityDescription) -> [AttributeDescription] {
-        entity.attributes.filter { $0.preservesValueInHistoryOnDeletion && !$0.isTransient }.sorted { $0.name < $1.name }
-    }
-
     /// Creates the history tables a store lacks, and the tombstone columns its model needs.
     static func createHistoryTables(in db: Database, schema: CoreDataLayout) throws {
-        let tombstones = schema.model.entities.map { preservedAttributes(of: $0).count }.max() ?? 0
+        let tombstones = schema.model.entities.map { HistoryRecording.preservedAttributes(of: $0).count }.max() ?? 0
         try db.execute(sql: """
             CREATE TABLE IF NOT EXISTS ACHANGE ( Z_PK INTEGER PRIMARY KEY, Z_ENT INTEGER, Z_OPT INTEGER, ZCHANGETYPE INTEGER, ZENTITY INTEGER, ZENTITYPK INTEGER, ZTRANSACTIONID INTEGER, ZCOLUMNS BLOB );
             CREATE TABLE IF NOT EXISTS ATRANSACTION ( Z_PK INTEGER PRIMARY KEY, Z_ENT INTEGER, Z_OPT INTEGER, ZAUTHORTS INTEGER, ZBUNDLEIDTS INTEGER, ZCONTEXTNAMETS INTEGER, ZPROCESSIDTS INTEGER, ZTIMESTAMP FLOAT, ZAUTHOR VARCHAR, ZBUNDLEID VARCHAR, ZCONTEXTNAME VARCHAR, ZPROCESSID VARCHAR, ZQUERYGEN BLOB );
@@ -58,61 +53,7 @@ extension SQLiteStore {
 
     // MARK: Recording
 
-    /// One object's change, before it is written.
-    struct RecordedChange {
-        var type: PersistentHistoryChangeType
-        var id: ManagedObjectID
-        var columns: [Int]?
-        var tombstone: [Value]? = nil
-    }
-
-    /// The changes of a committed save.
-    func historyChanges(of request: StoreSaveRequest, result: StoreSaveResult) -> [RecordedChange] {
-        func permanent(_ id: ManagedObjectID) -> ManagedObjectID { result.permanentIDs[id] ?? id }
-        var changes: [RecordedChange] = []
-        changes.reserveCapacity(request.inserted.count + request.updated.count + request.deleted.count)
-        var touched = Set<ManagedObjectID>()
-        for object in request.inserted {
-            let id = permanent(object.id)
-            touched.insert(id)
-            changes.append(RecordedChange(type: .insert, id: id, columns: nil))
-        }
-        for object in request.deleted { touched.insert(object.id) }
-        // An update's columns, with the to-many relationships whose join rows or order changed.
-        var updates: [ManagedObjectID: Set<Int>] = [:]
-        var order: [ManagedObjectID] = []
-        func note(_ id: ManagedObjectID, _ indices: some Sequence<Int>) {
-            let id = permanent(id)
-            guard !touched.contains(id) || updates[id] != nil else { return }
-            if updates[id] == nil { order.append(id); touched.insert(id) }
-            updates[id, default: []].formUnion(indices)
-        }
-        for object in request.updated { note(object.id, object.changedIndices) }
-        for change in request.joinInserts + request.joinDeletes { note(change.source, [change.relationship.index]) }
-        for change in request.orderings { note(change.source, [change.relationship.index]) }
-        for id in order { changes.append(RecordedChange(type: .update, id: id, columns: updates[id]!.sorted())) }
-        for object in request.deleted { changes.append(RecordedChange(type: .delete, id: object.id, columns: nil)) }
-        return changes
-    }
-
-    /// The changes of a batch request.
-    func historyChanges(of request: StoreBatchRequest, result: StoreBatchResult) -> [RecordedChange] {
-        var columns: [Int]?
-        switch request {
-        case .insert(_, let rows): columns = Array(Set(rows.flatMap(\.given))).sorted()
-        case .update(let fetch, let values, _): columns = values.compactMap { fetch.entity.propertiesByName[$0.name]?.index }.sorted()
-        case .delete, .deleteObjects: columns = nil
-        }
-        let inserted = Set(result.inserted), deleted = Set(result.deleted)
-        var changes = result.inserted.map { RecordedChange(type: .insert, id: $0, columns: nil) }
-        var seen = Set<ManagedObjectID>()
-        for id in result.updated where !inserted.contains(id) && !deleted.contains(id) && seen.insert(id).inserted {
-            // Rows whose to-one a delete cleared record no columns: which relationship is not known here.
-            changes.append(RecordedChange(type: .update, id: id, columns: request.isDelete ? nil : columns))
-        }
-        changes += result.deleted.map { RecordedChange(type: .delete, id: $0, columns: nil) }
-        return changes
-    }
+    typealias RecordedChange = HistoryRecording.Change
 
     /// Creates the temporary triggers that keep deleted rows' preserved attributes for their
     /// tombstones (none when no entity preserves an attribute). Run in the write, before it deletes.
@@ -128,7 +69,7 @@ extension SQLiteStore {
         for root in schema.model.entities where root.superentity == nil {
             var attributes: [AttributeDescription] = []
             for entity in root.selfAndDescendants {
-                for attribute in preservedAttributes(of: entity) where !attributes.contains(where: { $0.name == attribute.name }) {
+                for attribute in HistoryRecording.preservedAttributes(of: entity) where !attributes.contains(where: { $0.name == attribute.name }) {
                     attributes.append(attribute)
                 }
             }
@@ -162,7 +103,7 @@ extension SQLiteStore {
             try db.execute(sql: "DELETE FROM temp.og_tombstone")
             for i in changes.indices where changes[i].type == .delete {
                 let id = changes[i].id
-                let preserved = Self.preservedAttributes(of: id.entity)
+                let preserved = HistoryRecording.preservedAttributes(of: id.entity)
                 guard !preserved.isEmpty, let pk = id.primaryKey, let row = values["\(pk):\(id.entity.rootEntity.entityCode)"] else { continue }
                 changes[i].tombstone = preserved.map { row[$0.name] ?? .null }
             }
@@ -170,7 +111,7 @@ extension SQLiteStore {
         let number = try reserveHistoryKeys(Self.transactionEntity, 1, db)
         let info = TransactionInfo.current
         var addedNow: Set<String> = []
-        let strings = try [info.author, info.contextName, Self.processIdentifier, Self.processName].map { text in
+        let strings = try [info.author, info.contextName, HistoryRecording.processIdentifier, HistoryRecording.processName].map { text in
             try text.map { try internString($0, added: &addedNow, db) }
         }
         count()
@@ -200,7 +141,7 @@ extension SQLiteStore {
             sqlite3_bind_int64(sqlite, 3, Int64(entityNumber))
             sqlite3_bind_int64(sqlite, 4, pk)
             sqlite3_bind_int64(sqlite, 5, number)
-            try bind(change.columns.map { .data(Self.columnMask($0)) } ?? .null, to: sqlite, at: 6, db)
+            try bind(change.columns.map { .data(HistoryRecording.columnMask($0)) } ?? .null, to: sqlite, at: 6, db)
             for i in 0..<width {
                 try bind(change.tombstone.flatMap { i < $0.count ? $0[i] : nil } ?? .null, to: sqlite, at: CInt(7 + i), db)
             }
@@ -223,10 +164,6 @@ extension SQLiteStore {
         return last - Int64(n) + 1
     }
 
-    /// This process, as transactions record it: its ID (decimal) and its name (in the bundle ID column).
-    static let processIdentifier = String(ProcessInfo.processInfo.processIdentifier)
-    static let processName = ProcessInfo.processInfo.processName
-
     /// The key of a string in ATRANSACTIONSTRING, added when new (and then listed in `added`).
     ///
     /// Keys found committed are remembered (``internedStrings``): a string's row never changes
@@ -247,28 +184,6 @@ extension SQLiteStore {
         return key
     }
 
-    static func columnMask(_ indices: [Int]) -> Data {
-        var bytes = [UInt8](repeating: 0, count: (indices.max() ?? 0) / 8 + 1)
-        for i in indices { bytes[i / 8] |= 1 << UInt8(i % 8) }
-        return Data(bytes)
-    }
-
-    static func columnIndices(_ mask: Data) -> [Int] {
-        var result: [Int] = []
-        for (byte, bits) in mask.enumerated() {
-            for bit in 0..<8 where bits & (1 << UInt8(bit)) != 0 { result.append(byte * 8 + bit) }
-        }
-        return result
-    }
-}
-
-private extension StoreBatchRequest {
-    var isDelete: Bool {
-        switch self {
-        case .delete, .deleteObjects: true
-        case .insert, .update: false
-        }
-    }
 }
 
 // MARK: - Reading and purging
@@ -321,11 +236,11 @@ extension SQLiteStore: HistoryBackend {
                 let id = ManagedObjectID(entity: entity, store: store, primaryKey: row[3])
                 var properties: Set<PropertyDescription>?
                 if type == .update, let mask = row[5] as Data? {
-                    properties = Set(Self.columnIndices(mask).compactMap { $0 < entity.properties.count ? entity.properties[$0] : nil })
+                    properties = Set(HistoryRecording.columnIndices(mask).compactMap { $0 < entity.properties.count ? entity.properties[$0] : nil })
                 }
                 var tombstone: [String: any Sendable]?
                 if type == .delete {
-                    let preserved = Self.preservedAttributes(of: entity)
+                    let preserved = HistoryRecording.preservedAttributes(of: entity)
                     if !preserved.isEmpty {
                         var values: [String: any Sendable] = [:]
                         for (i, attribute) in preserved.enumerated() where i < width {

@@ -45,7 +45,7 @@ extension SQLiteStore {
                 try prepareTombstones(db)
                 var result = try self.apply(request, store: store, db: db, files: files)
                 if historyTracking {
-                    let changes = historyChanges(of: request, result: result)
+                    let changes = HistoryRecording.changes(of: request, result: result)
                     result.historyTransactionNumber = try recordHistory(changes, db: db)
                     result.historyChanges = changes.count
                 }
