@@ -1,24 +1,31 @@
 import Foundation
+import GRDB
 import Testing
 import ObjectGraph
 @testable import ObjectGraphCore
 
-/// An SQLite store with persistent history (and, when asked, remote-change notifications), and
-/// ways to read its history.
+/// An SQLite store (or a PostgreSQL one) with persistent history (and, when asked, remote-change
+/// notifications), and ways to read its history.
 final class HistoryStack: @unchecked Sendable {
     let model: ManagedObjectModel
     let directory: TemporaryDirectory
     let coordinator: PersistentStoreCoordinator
     let store: PersistentStore
-    var url: URL { directory.file("history.sqlite") }
+    let kind: StoreKind
+    let url: URL
 
-    init(model: ManagedObjectModel = HistoryModels.notes(), remoteChanges: Bool = false, merging: Bool = false,
+    /// The stores that keep persistent history: SQLite, and PostgreSQL when a server is available.
+    static let kinds: [StoreKind] = StoreKind.everyStore.filter { $0 == .sqlite || $0 == .postgres }
+
+    init(_ kind: StoreKind = .sqlite, model: ManagedObjectModel = HistoryModels.notes(), remoteChanges: Bool = false, merging: Bool = false,
          directory: TemporaryDirectory = TemporaryDirectory()) throws {
         self.model = model
         self.directory = directory
+        self.kind = kind
+        url = kind == .sqlite ? directory.file("history.sqlite") : try #require(try kind.newStoreURL(in: directory))
         coordinator = PersistentStoreCoordinator(managedObjectModel: model)
         store = try coordinator.addPersistentStore(
-            type: .sqlite, at: directory.file("history.sqlite"), options: HistoryStack.options(remoteChanges: remoteChanges, merging: merging))
+            type: kind.type, at: url, options: HistoryStack.options(remoteChanges: remoteChanges && kind == .sqlite, merging: merging && kind == .sqlite))
     }
 
     static func options(remoteChanges: Bool, merging: Bool = false) -> [String: any Sendable] {
@@ -31,7 +38,8 @@ final class HistoryStack: @unchecked Sendable {
     /// Another coordinator on the same file, with the same options.
     func secondCoordinator(remoteChanges: Bool = false, merging: Bool = false) throws -> PersistentStoreCoordinator {
         let other = PersistentStoreCoordinator(managedObjectModel: model)
-        try other.addPersistentStore(type: .sqlite, at: url, options: HistoryStack.options(remoteChanges: remoteChanges, merging: merging))
+        try other.addPersistentStore(
+            type: kind.type, at: url, options: HistoryStack.options(remoteChanges: remoteChanges && kind == .sqlite, merging: merging && kind == .sqlite))
         return other
     }
 
@@ -46,6 +54,17 @@ final class HistoryStack: @unchecked Sendable {
     /// The transactions after a token, with their changes, read by a context of their own.
     func history(after token: PersistentHistoryToken? = nil, type: PersistentHistoryResultType = .transactionsAndChanges) throws -> Any? {
         try context("history reader").execute(PersistentHistoryChangeRequest.fetchHistory(after: token)).history(type)
+    }
+
+    /// How many change rows the store's history holds.
+    func changeRowCount() throws -> Int {
+        if let sqlite = store.backend as? SQLiteStore {
+            return try sqlite.read("test") { db in try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM ACHANGE") ?? -1 }
+        }
+        let postgres = try #require(store.backend as? PostgresStore)
+        return try postgres.read("test") { session in
+            Int(try session.query("SELECT COUNT(*) FROM \(postgres.table(PostgresStore.historyChangeTable))", []).first?.first?.integer ?? -1)
+        }
     }
 
     func transactions(after token: PersistentHistoryToken? = nil) throws -> [PersistentHistoryTransaction] {

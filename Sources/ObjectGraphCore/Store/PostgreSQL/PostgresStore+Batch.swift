@@ -7,18 +7,23 @@ import Foundation
 extension PostgresStore {
     func executeBatch(_ request: StoreBatchRequest, store: PersistentStore) throws -> StoreBatchResult {
         try writeResolvingCommit("running a batch request") { session in
-            var (result, txid) = try run(request, store: store, session: session)
+            var tombstones: [ManagedObjectID: [Value]] = [:]
+            var (result, txid) = try run(request, store: store, session: session, tombstones: &tombstones)
             // The request is one transaction of history (its row-by-row steps record none of their own).
             if historyTracking, txid != nil, let number = try changeLogNumber(session: session) {
                 let changes = HistoryRecording.changes(of: request, result: result)
-                try recordHistory(changes, number: number, tombstones: [:], session: session)
+                try recordHistory(changes, number: number, tombstones: tombstones, session: session)
                 result.historyChanges = changes.count
             }
             return (result, txid)
         }
     }
 
-    private func run(_ request: StoreBatchRequest, store: PersistentStore, session: any PostgresSession) throws -> (StoreBatchResult, Int64?) {
+    /// Runs a request; a delete puts the tombstones of the rows it deletes in `tombstones` (with
+    /// history tracking).
+    private func run(
+        _ request: StoreBatchRequest, store: PersistentStore, session: any PostgresSession, tombstones: inout [ManagedObjectID: [Value]]
+    ) throws -> (StoreBatchResult, Int64?) {
         switch request {
         case .insert(let entity, let rows):
             if let inserted = try insertNewRows(entity, rows, store: store, session: session) { return inserted }
@@ -52,11 +57,12 @@ extension PostgresStore {
             return (StoreBatchResult(affected: ids, updated: ids), txid)
 
         case .delete(let fetch, _):
-            if let done = try deleteInOneStatement(fetch, store: store, session: session) { return done }
+            if let done = try deleteInOneStatement(fetch, store: store, session: session, tombstones: &tombstones) { return done }
             var fetch = fetch
             fetch.includesPropertyValues = false
             guard let layout = layouts[fetch.entity.rootEntity.entityCode] else { return (StoreBatchResult(), nil) }
-            return try delete(try self.fetch(fetch, layout: layout, store: store, session: session).map(\.id), store: store, session: session)
+            return try delete(
+                try self.fetch(fetch, layout: layout, store: store, session: session).map(\.id), store: store, session: session, tombstones: &tombstones)
 
         case .deleteObjects(let ids):
             // The rows that exist, as IDs of their concrete entities, each once, in the order given.
@@ -69,7 +75,7 @@ extension PostgresStore {
                 guard let pk = id.primaryKey, let entity = entities["\(id.entity.rootEntity.entityCode) \(pk)"] else { return nil }
                 return ManagedObjectID(entity: entity, store: store, primaryKey: pk)
             }.filter { seen.insert($0).inserted }
-            return try delete(existing, store: store, session: session)
+            return try delete(existing, store: store, session: session, tombstones: &tombstones)
         }
     }
 
@@ -205,7 +211,7 @@ extension PostgresStore {
     /// to-one of the model that pointed at a deleted row is cleared, with a new version, and the
     /// join-table rows that named one are dropped. The change log names every row.
     private func deleteInOneStatement(
-        _ fetch: StoreFetchRequest, store: PersistentStore, session: any PostgresSession
+        _ fetch: StoreFetchRequest, store: PersistentStore, session: any PostgresSession, tombstones: inout [ManagedObjectID: [Value]]
     ) throws -> (StoreBatchResult, Int64?)? {
         let entity = fetch.entity
         guard fetch.fetchLimit == 0, fetch.fetchOffset == 0, let layout = layouts[entity.rootEntity.entityCode],
@@ -213,6 +219,16 @@ extension PostgresStore {
         else { return nil }
         let plan = try self.plan(fetch, columns: "t0.\"Z_PK\"", store: store)
         guard plan.residual.isEmpty else { return nil }
+        if historyTracking && entity.rootEntity.selfAndDescendants.contains(where: { !HistoryRecording.preservedAttributes(of: $0).isEmpty }) {
+            // The rows' preserved values, read before they go.
+            count()
+            let keys = try session.query("SELECT t0.\"Z_PK\", t0.\"Z_ENT\" FROM \(plan.from)\(plan.conditions.isEmpty ? "" : " WHERE " + plan.conditions.joined(separator: " AND "))", plan.parameters)
+            let ids = keys.compactMap { row -> ManagedObjectID? in
+                guard let pk = row[0].integer, let concrete = row[1].integer.flatMap({ schema.entity(forNumber: Int($0)) }) else { return nil }
+                return ManagedObjectID(entity: concrete, store: store, primaryKey: pk)
+            }
+            tombstones.merge(try self.tombstones(of: ids, store: store, session: session)) { $1 }
+        }
         count()
         let deleted = try session.query(
             "DELETE FROM \(layout.table) AS t0\(plan.rowCondition) RETURNING t0.\"Z_PK\", t0.\"Z_ENT\"", plan.parameters
@@ -289,7 +305,9 @@ extension PostgresStore {
 
     /// Deletes rows and what their delete rules reach, clears the to-one relationships of surviving
     /// rows that pointed at them, and drops the join-table rows that named them.
-    private func delete(_ initial: [ManagedObjectID], store: PersistentStore, session: any PostgresSession) throws -> (StoreBatchResult, Int64?) {
+    private func delete(
+        _ initial: [ManagedObjectID], store: PersistentStore, session: any PostgresSession, tombstones: inout [ManagedObjectID: [Value]]
+    ) throws -> (StoreBatchResult, Int64?) {
         let all = try BatchDeleteClosure.closure(of: initial) { relationship, sources in
             if relationship.isToMany { return try readDestinations(of: relationship, for: sources, store: store, session: session) }
             var result: [ManagedObjectID: [ManagedObjectID]] = [:]
@@ -307,6 +325,7 @@ extension PostgresStore {
         }
         var result = StoreBatchResult(affected: initial, deleted: all)
         guard !all.isEmpty else { return (result, nil) }
+        tombstones.merge(try self.tombstones(of: all, store: store, session: session)) { $1 }
         var deletedKeys: [Int: Set<Int64>] = [:]
         for id in all { if let pk = id.primaryKey { deletedKeys[id.entity.rootEntity.entityCode, default: []].insert(pk) } }
         var save = StoreSaveRequest()
