@@ -25,7 +25,7 @@ final class HistoryStack: @unchecked Sendable {
         url = kind == .sqlite ? directory.file("history.sqlite") : try #require(try kind.newStoreURL(in: directory))
         coordinator = PersistentStoreCoordinator(managedObjectModel: model)
         store = try coordinator.addPersistentStore(
-            type: kind.type, at: url, options: HistoryStack.options(remoteChanges: remoteChanges && kind == .sqlite, merging: merging && kind == .sqlite))
+            type: kind.type, at: url, options: HistoryStack.options(remoteChanges: remoteChanges, merging: merging))
     }
 
     static func options(remoteChanges: Bool, merging: Bool = false) -> [String: any Sendable] {
@@ -39,7 +39,7 @@ final class HistoryStack: @unchecked Sendable {
     func secondCoordinator(remoteChanges: Bool = false, merging: Bool = false) throws -> PersistentStoreCoordinator {
         let other = PersistentStoreCoordinator(managedObjectModel: model)
         try other.addPersistentStore(
-            type: kind.type, at: url, options: HistoryStack.options(remoteChanges: remoteChanges && kind == .sqlite, merging: merging && kind == .sqlite))
+            type: kind.type, at: url, options: HistoryStack.options(remoteChanges: remoteChanges, merging: merging))
         return other
     }
 

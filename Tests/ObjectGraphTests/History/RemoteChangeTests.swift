@@ -26,8 +26,9 @@ final class RemoteChangeRecorder: @unchecked Sendable {  // `changes` is guarded
 
 @Suite("Remote changes")
 struct RemoteChangeTests {
-    @Test func aCommitByAnotherCoordinatorIsPostedWithItsTokenStoreAndURL() throws {
-        let stack = try HistoryStack(remoteChanges: true)
+    @Test(arguments: HistoryStack.kinds)
+    func aCommitByAnotherCoordinatorIsPostedWithItsTokenStoreAndURL(_ kind: StoreKind) throws {
+        let stack = try HistoryStack(kind, remoteChanges: true)
         let recorder = RemoteChangeRecorder(stack.coordinator)
         let other = try stack.secondCoordinator()
         let writer = ManagedObjectContext(concurrencyType: .confinement)
@@ -42,8 +43,9 @@ struct RemoteChangeTests {
         #expect((info["storeURL"] as? URL)?.standardizedFileURL == stack.url.standardizedFileURL)
     }
 
-    @Test func theCoordinatorsOwnSavesArePostedToo() throws {
-        let stack = try HistoryStack(remoteChanges: true)
+    @Test(arguments: HistoryStack.kinds)
+    func theCoordinatorsOwnSavesArePostedToo(_ kind: StoreKind) throws {
+        let stack = try HistoryStack(kind, remoteChanges: true)
         let recorder = RemoteChangeRecorder(stack.coordinator)
         let context = stack.context()
         for i in 0..<3 {
@@ -56,8 +58,9 @@ struct RemoteChangeTests {
         #expect(recorder.tokens.map { $0.transactionNumbers.values.first! } == [1, 2, 3])
     }
 
-    @Test func remoteChangesYieldsEachCommitAsAValue() async throws {
-        let stack = try HistoryStack(remoteChanges: true)
+    @Test(arguments: HistoryStack.kinds)
+    func remoteChangesYieldsEachCommitAsAValue(_ kind: StoreKind) async throws {
+        let stack = try HistoryStack(kind, remoteChanges: true)
         let changes = stack.coordinator.remoteChanges
         let other = try stack.secondCoordinator()
         let writer = ManagedObjectContext(concurrencyType: .privateQueue)
@@ -90,8 +93,9 @@ struct RemoteChangeTests {
         #expect(recorder.received.first?["storeUUID"] as? String == other.persistentStores[0].identifier)
     }
 
-    @Test func anotherCoordinatorsChangesMergeIntoContextsThatMergeAutomatically() throws {
-        let stack = try HistoryStack(remoteChanges: true, merging: true)
+    @Test(arguments: HistoryStack.kinds)
+    func anotherCoordinatorsChangesMergeIntoContextsThatMergeAutomatically(_ kind: StoreKind) throws {
+        let stack = try HistoryStack(kind, remoteChanges: true, merging: true)
         let view = ManagedObjectContext(concurrencyType: .privateQueue)
         view.persistentStoreCoordinator = stack.coordinator
         view.automaticallyMergesChangesFromParent = true
