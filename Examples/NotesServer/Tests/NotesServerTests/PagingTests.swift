@@ -3,6 +3,7 @@ import Hummingbird
 import HummingbirdTesting
 import NotesServerCore
 import ObjectGraph
+import Prometheus
 import Testing
 
 @Suite("GET /notes pages")
@@ -98,6 +99,30 @@ struct PagingTests {
             #expect(all.notes.count == 50)
             #expect(all.next != nil)
             #expect(try await client.send(.get, "/notes?limit=200", as: PageAnswer.self).notes.count == 55)
+        }
+        try await container.shutdown()
+    }
+
+    /// The value of a counter of ObjectGraph's in `registry` (0 before it counts anything).
+    static func count(_ metric: ObjectGraphMetric, in registry: PrometheusCollectorRegistry) -> Int {
+        let line = registry.emitToString().split(separator: "\n").first { $0.hasPrefix(metric.rawValue + "{") }
+        return line.flatMap { $0.split(separator: " ").last }.flatMap { Int($0) } ?? 0
+    }
+
+    @Test(arguments: StoreKind.allCases)
+    func theStoreReadsOnlyThePagesRowsAndOneMore(on kind: StoreKind) async throws {
+        let store = try TestStore(kind)
+        defer { store.remove() }
+        let registry = PrometheusCollectorRegistry()
+        let container = try NotesServer.container(store.configuration, logger: .quiet, metricsFactory: PrometheusMetricsFactory(registry: registry))
+        let expected = try await Self.saveNotes(updated: (0..<60).map(Double.init), in: container)
+        try await NotesServer.application(store.configuration, container: container, logger: .quiet).test(.router) { client in
+            let before = Self.count(.fetchedRows, in: registry)
+            let first = try await client.send(.get, "/notes?limit=5", as: PageAnswer.self)
+            #expect(Self.count(.fetchedRows, in: registry) - before == 6, "the page's 5 rows and one to tell that a page follows")
+            let second = try await client.send(.get, "/notes?limit=5&cursor=\(try #require(first.next))", as: PageAnswer.self)
+            #expect(Self.count(.fetchedRows, in: registry) - before == 12)
+            #expect((first.notes + second.notes).map(\.id) == Array(expected.prefix(10)))
         }
         try await container.shutdown()
     }
