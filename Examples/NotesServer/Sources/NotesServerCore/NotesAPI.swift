@@ -81,8 +81,9 @@ struct NotesAPI {
     }
 
     /// The folders with their note counts, in three statements whatever their number: the folders,
-    /// then every folder's notes at once (prefetched), where reading `notes` of each folder in
-    /// turn would fault them one folder at a time (N + 1 statements).
+    /// the IDs of all their notes, and those notes' rows (prefetched), where reading `notes` of
+    /// each folder in turn would fault them one folder at a time (N + 1 statements). The prefetch
+    /// reads the notes' whole rows, not only their count.
     func folders() async throws -> [FolderValue] {
         try await container.performBackgroundTask { context in
             var descriptor = FetchDescriptor<Folder>(sortBy: [SortDescriptor(\.name)])
@@ -99,7 +100,6 @@ struct NotesAPI {
             return FolderValue(folder)
         }
     }
-
 
     func note(_ id: UUID) async throws -> NoteValue {
         try await container.performBackgroundTask { context in NoteValue(try Self.find(id, in: context)) }
