@@ -1,8 +1,10 @@
 import Foundation
 import Hummingbird
 import Logging
+import Metrics
 import ObjectGraph
 import ObjectGraphPostgres
+import Prometheus
 import ServiceLifecycle
 
 /// Where the server keeps its notes, and where it listens.
@@ -50,8 +52,15 @@ public struct ConfigurationError: Error, CustomStringConvertible {
 
 public enum NotesServer {
     /// The container, its store loaded: the PostgreSQL database, or the SQLite file.
-    public static func container(_ configuration: NotesServerConfiguration) throws -> PersistentContainer {
-        let container = PersistentContainer(name: "Notes", managedObjectModel: NotesModel.make())
+    ///
+    /// ObjectGraph logs on `logger` (the application's: store migrations, slow operations, merge
+    /// failures), records its metrics (`objectgraph_…`) with `metricsFactory`, or with the backend
+    /// the app bootstrapped (`MetricsSystem.bootstrap`) when nil, and traces with the tracer the
+    /// app bootstrapped (`InstrumentationSystem.bootstrap`), if any.
+    public static func container(
+        _ configuration: NotesServerConfiguration, logger: Logger, metricsFactory: (any MetricsFactory)? = nil
+    ) throws -> PersistentContainer {
+        let container = PersistentContainer(name: "Notes", managedObjectModel: NotesModel.make(), logger: logger, metricsFactory: metricsFactory)
         let description: PersistentStoreDescription
         if let postgres = configuration.postgres {
             PersistentStoreCoordinator.registerPostgresStore()
@@ -65,29 +74,50 @@ public enum NotesServer {
         return container
     }
 
-    /// The HTTP application over a container. Every answer with a server error (5xx) is logged on
-    /// `logger`, with its error.
+    /// The HTTP application over a container, logging on `logger` (the application's). Every
+    /// answer with a server error (5xx) is logged there, with its error. With `metrics`,
+    /// `GET /metrics` answers the registry's metrics in Prometheus's text format.
+    ///
+    /// - Parameter onServerRunning: called with the port once the server listens (the system's
+    ///   choice when the configuration's port is 0).
     public static func application(
-        _ configuration: NotesServerConfiguration, container: PersistentContainer, logger: Logger = Logger(label: "NotesServer")
+        _ configuration: NotesServerConfiguration, container: PersistentContainer, logger: Logger,
+        metrics: PrometheusCollectorRegistry? = nil, onServerRunning: @escaping @Sendable (Int) async -> Void = { _ in }
+    ) -> some ApplicationProtocol {
+        application(configuration, api: NotesAPI(container: container), logger: logger, metrics: metrics, onServerRunning: onServerRunning)
+    }
+
+    /// The HTTP application over `api` (whose hooks tests set).
+    static func application(
+        _ configuration: NotesServerConfiguration, api: NotesAPI, logger: Logger,
+        metrics: PrometheusCollectorRegistry? = nil, onServerRunning: @escaping @Sendable (Int) async -> Void = { _ in }
     ) -> some ApplicationProtocol {
         let router = Router()
         router.add(middleware: ServerErrorLogging())
         router.get("health") { _, _ in "ok" }
-        NotesAPI(container: container).register(on: router)
+        if let metrics { router.get("metrics") { _, _ in PrometheusText(registry: metrics) } }
+        api.register(on: router)
         return Application(
-            router: router, configuration: .init(address: .hostname(configuration.host, port: configuration.port)), logger: logger)
+            router: router, configuration: .init(address: .hostname(configuration.host, port: configuration.port)),
+            onServerRunning: { channel in await onServerRunning(channel.localAddress?.port ?? configuration.port) },
+            logger: logger)
     }
 
-    /// Runs the server until SIGTERM or SIGINT: the HTTP application and the container in one
-    /// service group, which stops taking requests first, then lets the saves under way finish.
-    public static func run(_ configuration: NotesServerConfiguration) async throws {
-        var logger = Logger(label: "NotesServer")
-        logger.logLevel = .info
-        let container = try container(configuration)
-        let application = application(configuration, container: container, logger: logger)
+    /// The HTTP application and the container as one service group, which on SIGTERM or SIGINT
+    /// (or `triggerGracefulShutdown()`) stops taking connections first, answers the requests under
+    /// way, then lets the container finish the saves under way and close its store.
+    public static func serviceGroup(container: PersistentContainer, application: some ApplicationProtocol, logger: Logger) -> ServiceGroup {
+        // Shut down in reverse order: the application, then the container it saves through.
+        ServiceGroup(configuration: .init(services: [container, application], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
+    }
+
+    /// Runs the server until SIGTERM or SIGINT, logging on `logger` and answering `GET /metrics`
+    /// from `metrics` (the registry of the metrics backend the app bootstrapped, which ObjectGraph
+    /// records into).
+    public static func run(_ configuration: NotesServerConfiguration, logger: Logger, metrics: PrometheusCollectorRegistry? = nil) async throws {
+        let container = try container(configuration, logger: logger)
+        let application = application(configuration, container: container, logger: logger, metrics: metrics)
         logger.info("Notes on \(configuration.postgres.map { "PostgreSQL \($0.host ?? "")\($0.path)" } ?? configuration.sqliteFile.path)")
-        let group = ServiceGroup(configuration: .init(
-            services: [container, application], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
-        try await group.run()
+        try await serviceGroup(container: container, application: application, logger: logger).run()
     }
 }

@@ -82,6 +82,14 @@ final class LogRecords: Sendable {
 /// What the tests read of the answers (the dates are left out).
 struct NoteAnswer: Decodable, Equatable { var id: UUID; var title: String; var folder: UUID? }
 struct FolderAnswer: Decodable, Equatable { var id: UUID; var name: String; var noteCount: Int }
+struct PageAnswer: Decodable, Equatable { var notes: [NoteAnswer]; var next: String? = nil }
+/// The body of an error answer (Hummingbird's `HTTPError`).
+struct ErrorAnswer: Decodable, Equatable { struct Message: Decodable, Equatable { var message: String }; var error: Message }
+
+extension Logger {
+    /// A logger that drops everything, for the tests that do not read the logs.
+    static let quiet = Logger(label: "NotesServerTests") { _ in SwiftLogNoOpLogHandler() }
+}
 
 extension TestClientProtocol {
     func send<T: Decodable>(_ method: HTTPRequest.Method, _ uri: String, _ json: String? = nil, as type: T.Type, expect status: HTTPResponse.Status = .ok) async throws -> T {
@@ -98,8 +106,8 @@ struct NotesServerTests {
     @Test func twoInstancesOnOneDatabaseSeeEachOthersWrites() async throws {
         let database = try TestPostgres.database()
         let configuration = NotesServerConfiguration(postgres: database, port: 0)
-        let containerA = try NotesServer.container(configuration), containerB = try NotesServer.container(configuration)
-        let a = NotesServer.application(configuration, container: containerA), b = NotesServer.application(configuration, container: containerB)
+        let containerA = try NotesServer.container(configuration, logger: .quiet), containerB = try NotesServer.container(configuration, logger: .quiet)
+        let a = NotesServer.application(configuration, container: containerA, logger: .quiet), b = NotesServer.application(configuration, container: containerB, logger: .quiet)
         try await a.test(.live) { clientA in
             try await b.test(.live) { clientB in
                 #expect(clientA.port != clientB.port)
@@ -111,7 +119,7 @@ struct NotesServerTests {
                 let deadline = Date().addingTimeInterval(1)
                 var seen: [NoteAnswer] = []
                 while Date() < deadline {
-                    seen = try await clientB.send(.get, "/notes?folder=\(inbox.id)", as: [NoteAnswer].self)
+                    seen = try await clientB.send(.get, "/notes?folder=\(inbox.id)", as: PageAnswer.self).notes
                     if !seen.isEmpty { break }
                     try await Task.sleep(for: .milliseconds(20))
                 }
@@ -138,10 +146,10 @@ struct NotesServerTests {
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("notesserver-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: folder) }
         let configuration = NotesServerConfiguration(sqliteFile: folder.appendingPathComponent("Notes.sqlite"), port: 0)
-        let container = try NotesServer.container(configuration)
-        try await NotesServer.application(configuration, container: container).test(.router) { client in
+        let container = try NotesServer.container(configuration, logger: .quiet)
+        try await NotesServer.application(configuration, container: container, logger: .quiet).test(.router) { client in
             let note = try await client.send(.post, "/notes", #"{"title": "local"}"#, as: NoteAnswer.self, expect: .created)
-            #expect(try await client.send(.get, "/notes", as: [NoteAnswer].self) == [note])
+            #expect(try await client.send(.get, "/notes", as: PageAnswer.self) == PageAnswer(notes: [note]))
             let bad = try await client.execute(uri: "/notes", method: .post, headers: [.contentType: "application/json"], body: ByteBuffer(string: #"{"title": "x", "folder": "\#(UUID())"}"#))
             #expect(bad.status == .badRequest)
         }
@@ -173,14 +181,14 @@ struct NotesServerTests {
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("notesserver-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: folder) }
         let configuration = NotesServerConfiguration(sqliteFile: folder.appendingPathComponent("Notes.sqlite"), port: 0)
-        let container = try NotesServer.container(configuration)
-        try await NotesServer.application(configuration, container: container).test(.router) { client in
+        let container = try NotesServer.container(configuration, logger: .quiet)
+        try await NotesServer.application(configuration, container: container, logger: .quiet).test(.router) { client in
             let (folders, notes) = try await Self.createSeveral(3, through: client, named: "local")
             let listed = try await client.send(.get, "/folders", as: [FolderAnswer].self)
             #expect(listed == folders.map { FolderAnswer(id: $0.id, name: $0.name, noteCount: 1) })
-            #expect(Set(try await client.send(.get, "/notes", as: [NoteAnswer].self).map(\.id)) == Set(notes.map(\.id)))
+            #expect(Set(try await client.send(.get, "/notes", as: PageAnswer.self).notes.map(\.id)) == Set(notes.map(\.id)))
             for (i, folder) in folders.enumerated() {
-                #expect(try await client.send(.get, "/notes?folder=\(folder.id)", as: [NoteAnswer].self) == [notes[i]])
+                #expect(try await client.send(.get, "/notes?folder=\(folder.id)", as: PageAnswer.self) == PageAnswer(notes: [notes[i]]))
             }
         }
         try await container.shutdown()
@@ -189,8 +197,8 @@ struct NotesServerTests {
     @Test func severalFoldersAndNotesAreCreatedByEachOfTwoInstancesOnANewDatabase() async throws {
         let database = try TestPostgres.database()
         let configuration = NotesServerConfiguration(postgres: database, port: 0)
-        let containerA = try NotesServer.container(configuration), containerB = try NotesServer.container(configuration)
-        let a = NotesServer.application(configuration, container: containerA), b = NotesServer.application(configuration, container: containerB)
+        let containerA = try NotesServer.container(configuration, logger: .quiet), containerB = try NotesServer.container(configuration, logger: .quiet)
+        let a = NotesServer.application(configuration, container: containerA, logger: .quiet), b = NotesServer.application(configuration, container: containerB, logger: .quiet)
         try await a.test(.live) { clientA in
             try await b.test(.live) { clientB in
                 let fromA = try await Self.createSeveral(3, through: clientA, named: "A")
@@ -200,7 +208,7 @@ struct NotesServerTests {
                 #expect(Set(notes.map(\.id)).count == 8)
                 for client in [clientA, clientB] as [any TestClientProtocol] {
                     #expect(Set(try await client.send(.get, "/folders", as: [FolderAnswer].self).map(\.id)) == Set(folders.map(\.id)))
-                    #expect(Set(try await client.send(.get, "/notes", as: [NoteAnswer].self).map(\.id)) == Set(notes.map(\.id)))
+                    #expect(Set(try await client.send(.get, "/notes", as: PageAnswer.self).notes.map(\.id)) == Set(notes.map(\.id)))
                 }
             }
         }
@@ -212,7 +220,7 @@ struct NotesServerTests {
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("notesserver-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: folder) }
         let configuration = NotesServerConfiguration(sqliteFile: folder.appendingPathComponent("Notes.sqlite"), port: 0)
-        let container = try NotesServer.container(configuration)
+        let container = try NotesServer.container(configuration, logger: .quiet)
         let records = LogRecords()
         try await NotesServer.application(configuration, container: container, logger: records.logger()).test(.router) { client in
             _ = try await client.send(.post, "/folders", #"{"name": "Inbox"}"#, as: FolderAnswer.self, expect: .created)
