@@ -189,10 +189,7 @@ extension PostgresStore {
         assignments.append("\"Z_OPT\" = t0.\"Z_OPT\" + 1")
         let sql = "UPDATE \(layout.table) AS t0 SET \(assignments.joined(separator: ", "))\(plan.rowCondition) RETURNING t0.\"Z_PK\", t0.\"Z_ENT\""
         count()
-        let ids = try session.query(sql, parameters).compactMap { row -> ManagedObjectID? in
-            guard let pk = row[0].integer, let concrete = row[1].integer.flatMap({ schema.entity(forNumber: Int($0)) }) else { return nil }
-            return ManagedObjectID(entity: concrete, store: store, primaryKey: pk)
-        }.sorted { ($0.primaryKey ?? 0) < ($1.primaryKey ?? 0) }
+        let ids = try session.query(sql, parameters).compactMap { objectID(ofKeys: $0, store: store) }.sorted { ($0.primaryKey ?? 0) < ($1.primaryKey ?? 0) }
         guard !ids.isEmpty else { return (StoreBatchResult(), nil) }
         var changes = StoreSaveRequest()
         changes.updated = ids.map { id in
@@ -222,20 +219,14 @@ extension PostgresStore {
         if historyTracking && entity.rootEntity.selfAndDescendants.contains(where: { !HistoryRecording.preservedAttributes(of: $0).isEmpty }) {
             // The rows' preserved values, read before they go.
             count()
-            let keys = try session.query("SELECT t0.\"Z_PK\", t0.\"Z_ENT\" FROM \(plan.from)\(plan.conditions.isEmpty ? "" : " WHERE " + plan.conditions.joined(separator: " AND "))", plan.parameters)
-            let ids = keys.compactMap { row -> ManagedObjectID? in
-                guard let pk = row[0].integer, let concrete = row[1].integer.flatMap({ schema.entity(forNumber: Int($0)) }) else { return nil }
-                return ManagedObjectID(entity: concrete, store: store, primaryKey: pk)
-            }
+            let ids = try session.query("SELECT t0.\"Z_PK\", t0.\"Z_ENT\" FROM \(plan.from)\(plan.whereClause)", plan.parameters)
+                .compactMap { objectID(ofKeys: $0, store: store) }
             tombstones.merge(try self.tombstones(of: ids, store: store, session: session)) { $1 }
         }
         count()
         let deleted = try session.query(
             "DELETE FROM \(layout.table) AS t0\(plan.rowCondition) RETURNING t0.\"Z_PK\", t0.\"Z_ENT\"", plan.parameters
-        ).compactMap { row -> ManagedObjectID? in
-            guard let pk = row[0].integer, let concrete = row[1].integer.flatMap({ schema.entity(forNumber: Int($0)) }) else { return nil }
-            return ManagedObjectID(entity: concrete, store: store, primaryKey: pk)
-        }.sorted { ($0.primaryKey ?? 0) < ($1.primaryKey ?? 0) }
+        ).compactMap { objectID(ofKeys: $0, store: store) }.sorted { ($0.primaryKey ?? 0) < ($1.primaryKey ?? 0) }
         guard !deleted.isEmpty else { return (StoreBatchResult(), nil) }
         let keys = PostgresValue.array(.bigint, deleted.map { .int($0.primaryKey ?? -1) })
         let root = entity.rootEntity
@@ -260,10 +251,7 @@ extension PostgresStore {
                     UPDATE \(table(for: source)) SET \(assignments.joined(separator: ", ")) \
                     WHERE "Z_ENT" IN (\(codes)) AND \(CoreDataLayout.quote(schema.columnName(for: relationship))) = ANY($1) RETURNING "Z_PK", "Z_ENT"
                     """, [keys])
-                for row in rows {
-                    guard let pk = row[0].integer, let concrete = row[1].integer.flatMap({ schema.entity(forNumber: Int($0)) }) else { continue }
-                    cleared[ManagedObjectID(entity: concrete, store: store, primaryKey: pk), default: []].append(relationship.index)
-                }
+                for id in rows.compactMap({ objectID(ofKeys: $0, store: store) }) { cleared[id, default: []].append(relationship.index) }
             }
         }
         // The deleted rows' own join-table rows.
@@ -284,6 +272,13 @@ extension PostgresStore {
         return (result, txid)
     }
 
+    /// The object a row names by its first two cells, `"Z_PK"` and `"Z_ENT"` (as statements here
+    /// return them), as an ID of its concrete entity; nil for a row that names none.
+    private func objectID(ofKeys row: [PostgresValue], store: PersistentStore) -> ManagedObjectID? {
+        guard row.count >= 2, let pk = row[0].integer, let concrete = row[1].integer.flatMap({ schema.entity(forNumber: Int($0)) }) else { return nil }
+        return ManagedObjectID(entity: concrete, store: store, primaryKey: pk)
+    }
+
     /// The row of `owner` (or a sub-entity) holding a uniqueness constraint's values, if any.
     private func existingRow(
         _ owner: EntityDescription, _ attributes: [AttributeDescription], _ values: [Value], store: PersistentStore, session: any PostgresSession
@@ -299,8 +294,7 @@ extension PostgresStore {
         let rows = try session.query(
             "SELECT \"Z_PK\", \"Z_ENT\" FROM \(table(for: owner)) WHERE \"Z_ENT\" IN (\(codes)) AND \(conditions.joined(separator: " AND ")) ORDER BY \"Z_PK\" LIMIT 1",
             parameters)
-        guard let row = rows.first, let pk = row[0].integer, let entity = row[1].integer.flatMap({ schema.entity(forNumber: Int($0)) }) else { return nil }
-        return ManagedObjectID(entity: entity, store: store, primaryKey: pk)
+        return rows.first.flatMap { objectID(ofKeys: $0, store: store) }
     }
 
     /// Deletes rows and what their delete rules reach, clears the to-one relationships of surviving
@@ -342,11 +336,9 @@ extension PostgresStore {
                     let rows = try session.query(
                         "SELECT \"Z_PK\", \"Z_ENT\" FROM \(table(for: entity)) WHERE \"Z_ENT\" IN (\(codes)) AND \(column) IN (\(SQLDialect.postgres.placeholders(chunk.count)))",
                         chunk.map { .int($0) })
-                    for row in rows {
-                        guard let pk = row[0].integer, let concrete = row[1].integer.flatMap({ schema.entity(forNumber: Int($0)) }),
-                              deletedKeys[concrete.rootEntity.entityCode]?.contains(pk) != true else { continue }
-                        let id = ManagedObjectID(entity: concrete, store: store, primaryKey: pk)
-                        cleared[id, default: (concrete, [])].1.append(relationship.index)
+                    for id in rows.compactMap({ objectID(ofKeys: $0, store: store) }) {
+                        guard let pk = id.primaryKey, deletedKeys[id.entity.rootEntity.entityCode]?.contains(pk) != true else { continue }
+                        cleared[id, default: (id.entity, [])].1.append(relationship.index)
                     }
                 }
             }

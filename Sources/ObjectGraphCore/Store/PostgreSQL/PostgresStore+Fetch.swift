@@ -31,10 +31,11 @@ extension PostgresStore {
         /// aliased `t0` (`""` when there are none): where they read joined tables, the rows the
         /// joins select, by key (an `UPDATE` or a `DELETE` joins no tables of its own).
         var rowCondition: String {
-            let condition = conditions.joined(separator: " AND ")
-            if hasJoins { return " WHERE t0.\"Z_PK\" IN (SELECT t0.\"Z_PK\" FROM \(from)\(condition.isEmpty ? "" : " WHERE " + condition))" }
-            return condition.isEmpty ? "" : " WHERE " + condition
+            hasJoins ? " WHERE t0.\"Z_PK\" IN (SELECT t0.\"Z_PK\" FROM \(from)\(whereClause))" : whereClause
         }
+
+        /// ` WHERE` and the conditions (on `from`), or `""` when there are none.
+        var whereClause: String { conditions.isEmpty ? "" : " WHERE " + conditions.joined(separator: " AND ") }
     }
 
     func plan(_ request: StoreFetchRequest, columns: String, store: PersistentStore, forCount: Bool = false) throws -> Plan {
@@ -65,17 +66,17 @@ extension PostgresStore {
         let order = forCount ? "t0.\"Z_PK\"" : try orderBy(request.sortDescriptors, compiler)
         var from = "\(table(for: entity)) AS t0"
         if !compiler.root.joins.isEmpty { from += " " + compiler.root.joins.joined(separator: " ") }
-        var sql = "SELECT \(columns) FROM \(from)"
-        if !conditions.isEmpty { sql += " WHERE " + conditions.joined(separator: " AND ") }
-        let sortsInMemory = !residual.isEmpty || order == nil
-        if !forCount { sql += " ORDER BY " + (sortsInMemory ? "t0.\"Z_PK\"" : order!) }
-        if !sortsInMemory && !forCount {
+        var plan = Plan(
+            sql: "", from: from, hasJoins: !compiler.root.joins.isEmpty, conditions: conditions, parameters: parameters,
+            residual: residual, sortsInMemory: !residual.isEmpty || order == nil)
+        var sql = "SELECT \(columns) FROM \(from)\(plan.whereClause)"
+        if !forCount { sql += " ORDER BY " + (plan.sortsInMemory ? "t0.\"Z_PK\"" : order!) }
+        if !plan.sortsInMemory && !forCount {
             if request.fetchLimit > 0 { sql += " LIMIT \(request.fetchLimit)" }
             if request.fetchOffset > 0 { sql += " OFFSET \(request.fetchOffset)" }
         }
-        return Plan(
-            sql: sql, from: from, hasJoins: !compiler.root.joins.isEmpty, conditions: conditions, parameters: parameters,
-            residual: residual, sortsInMemory: sortsInMemory)
+        plan.sql = sql
+        return plan
     }
 
     /// The conjuncts of a predicate: the nodes of its top-level `AND`s, each answered in SQL or

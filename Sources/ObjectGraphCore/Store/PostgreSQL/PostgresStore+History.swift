@@ -102,11 +102,16 @@ extension PostgresStore {
                 let cell = try value.postgresParameter(for: attribute, entity: change.id.entity)
                 columns[0].append(.int(changeID))
                 columns[1].append(.text(attribute.name))
-                columns[2].append({ if case .int = cell { cell } else { .null } }())
-                columns[3].append({ if case .double = cell { cell } else { .null } }())
-                columns[4].append({ if case .bool = cell { cell } else { .null } }())
-                columns[5].append({ if case .text = cell { cell } else { .null } }())
-                columns[6].append({ if case .bytes = cell { cell } else { .null } }())
+                // The value in the column of its kind ("ZINTEGER" … "ZBYTES"), NULL in the others.
+                let slot = switch cell {
+                case .int: 2
+                case .double: 3
+                case .bool: 4
+                case .text: 5
+                case .bytes: 6
+                case .null, .array: -1
+                }
+                for column in 2...6 { columns[column].append(column == slot ? cell : .null) }
             }
         }
         guard !columns[0].isEmpty else { return }
