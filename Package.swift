@@ -22,6 +22,12 @@ let package = Package(
         .executable(name: "objectgraph-bench", targets: ["objectgraph-bench"]),
         .executable(name: "objectgraph-fuzz", targets: ["objectgraph-fuzz"]),
     ],
+    traits: [
+        .trait(
+            name: "PostgreSQL",
+            description: "The objectgraph tool opens PostgreSQL stores (postgres:// URLs): it then links ObjectGraphPostgres, and with it SwiftNIO, TLS and cryptography"
+        ),
+    ],
     dependencies: [
         .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
@@ -87,6 +93,9 @@ let package = Package(
             dependencies: [
                 // Not the macros: a first `swift run -c release objectgraph demo` compiles no swift-syntax.
                 "ObjectGraphCore",
+                // Nor SwiftNIO, unless the PostgreSQL trait asks for postgres:// URLs
+                // (`swift run -c release --traits PostgreSQL objectgraph inspect postgres://…`).
+                .target(name: "ObjectGraphPostgres", condition: .when(traits: ["PostgreSQL"])),
                 "ObjectGraphCrashModels",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),

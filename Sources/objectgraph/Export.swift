@@ -3,11 +3,12 @@ import Foundation
 import Logging
 import ObjectGraphCore
 
-/// `objectgraph export STORE [--model MODEL]`: every object of a Core Data SQLite store as JSON,
+/// `objectgraph export STORE [--model MODEL]`: every object of a Core Data store (an SQLite file or
+/// a PostgreSQL store's URL) as JSON,
 /// streamed (a page of objects at a time), with a progress bar on standard error when it is a terminal.
 struct Export: ToolCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Write every object of a Core Data SQLite store as JSON.",
+        abstract: "Write every object of a Core Data store (an SQLite file or a postgres:// URL) as JSON.",
         discussion: """
             Writes one JSON array: an object per managed object, {"entity", "id" (its URI), "attributes", \
             "relationships" (URIs)}. Dates are ISO 8601, data base64, decimals strings. The store is opened \
@@ -15,7 +16,7 @@ struct Export: ToolCommand {
             drawn on standard error when it is a terminal.
             """)
 
-    @Argument(help: "The store's .sqlite file (its -wal and -shm beside it are read too).") var store: String
+    @Argument(help: "The store's .sqlite file (its -wal and -shm beside it are read too), or a postgres:// URL.") var store: String
     @Option(help: "The model: an .xcdatamodeld, .xcdatamodel, .momd or .mom (default: the model cached in the store).") var model: String?
     @Flag(help: "Write JSON: the default and only format, so the flag may be left out.") var json = false
     @Option(help: "Write to this file instead of standard output.") var output: String?
@@ -26,10 +27,13 @@ struct Export: ToolCommand {
     }
 
     func execute() throws {
-        let url = URL(fileURLWithPath: store)
+        let location = try StoreLocation(store)
+        let url = location.url
+        // Adding a PostgreSQL store makes one in an empty schema: read it first, to fail without writing.
+        if case .postgres = location { _ = try StoreTools.postgresSummary(of: url) }
         let loaded = try model.map { try ManagedObjectModel(contentsOf: URL(fileURLWithPath: $0)) } ?? ManagedObjectModel(contentsOfStoreAt: url)
         let coordinator = PersistentStoreCoordinator(managedObjectModel: loaded, logger: ToolLogging.quiet)
-        try coordinator.addPersistentStore(type: .sqlite, at: url, options: [PersistentStoreOption.readOnly: true])
+        try coordinator.addPersistentStore(type: location.isPostgreSQL ? .postgres : .sqlite, at: url, options: [PersistentStoreOption.readOnly: true])
         let context = ManagedObjectContext(concurrencyType: .confinement)
         context.persistentStoreCoordinator = coordinator
         let entities = loaded.entities.filter { !$0.isAbstract }.sorted { $0.name < $1.name }

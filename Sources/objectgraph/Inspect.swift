@@ -3,25 +3,27 @@ import Foundation
 import GRDB
 import ObjectGraphCore
 
-/// `objectgraph inspect STORE [--model MODEL]`: a Core Data SQLite store's metadata, the model that
-/// wrote it, its entities with their counts, and an integrity check. Reads only: the store is
-/// opened read-only.
+/// `objectgraph inspect STORE [--model MODEL]`: a Core Data store's metadata, the model that wrote
+/// it, its entities with their counts, and an integrity check: an SQLite file, or a PostgreSQL
+/// store's URL. Reads only: the store is opened read-only.
 struct Inspect: ToolCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Print a Core Data SQLite store's metadata, model version, entities with counts, and check its integrity.",
+        abstract: "Print a Core Data store's metadata, model version, entities with counts, and check its integrity.",
         discussion: """
-            The store may have been written by Apple's Core Data or by ObjectGraph; it is opened read-only. \
-            Without --model, the model Core Data cached in the store (Z_MODELCACHE) is used. \
+            The store is an SQLite file, written by Apple's Core Data or by ObjectGraph, or a PostgreSQL store's URL \
+            (postgres://user@host:port/database[?schema=NAME], with the tool built with the PostgreSQL trait); it is opened \
+            read-only. Without --model, the model the store caches (Z_MODELCACHE) is used. \
             Exits with 1 when the model does not match the store or the integrity check fails.
             """)
 
-    @Argument(help: "The store's .sqlite file (its -wal and -shm beside it are read too).") var store: String
+    @Argument(help: "The store's .sqlite file (its -wal and -shm beside it are read too), or a postgres:// URL.") var store: String
     @Option(help: "The model: an .xcdatamodeld, .xcdatamodel, .momd or .mom.") var model: String?
 
     func execute() throws {
-        let url = URL(fileURLWithPath: store)
-        let file = try StoreFile.read(url)
-        print("Store: \(url.path)")
+        let location = try StoreLocation(store)
+        let url = location.url
+        let file = try StoreFile.read(location)
+        print("Store: \(location.shown)")
         print("  UUID: \(file.uuid ?? "none")")
         print("  Type: \(file.metadata["NSStoreType"] as? String ?? "unknown")")
         if file.metadata["ObjectGraphModelVersionHash"] != nil {
@@ -55,7 +57,7 @@ struct Inspect: ToolCommand {
 
         if matches {
             let coordinator = PersistentStoreCoordinator(managedObjectModel: loaded, logger: ToolLogging.quiet)
-            try coordinator.addPersistentStore(type: .sqlite, at: url, options: [PersistentStoreOption.readOnly: true])
+            try coordinator.addPersistentStore(type: location.isPostgreSQL ? .postgres : .sqlite, at: url, options: [PersistentStoreOption.readOnly: true])
             let context = ManagedObjectContext(concurrencyType: .confinement)
             context.persistentStoreCoordinator = coordinator
             print("Entities:")
@@ -70,13 +72,13 @@ struct Inspect: ToolCommand {
         }
 
         print("Integrity: \(file.integrity)")
-        if file.integrity != "ok" { failed = true }
+        if file.integrity != "ok" && file.integrity != StoreVerification.integrityOfTheServer { failed = true }
         for warning in file.bookkeepingWarnings { print("  \(warning)") }
         if failed { throw ExitCode(1) }
     }
 }
 
-/// What `inspect` reads from a store file without a model, through a read-only connection.
+/// What `inspect` reads from a store without a model, through a read-only connection.
 struct StoreFile {
     var uuid: String?
     var metadata: [String: Any]
@@ -85,7 +87,18 @@ struct StoreFile {
     var integrity: String
     var bookkeepingWarnings: [String]
 
-    /// Reads the store at `url`: its metadata, integrity and key bookkeeping.
+    /// Reads the store: its metadata, integrity (an SQLite file's) and key bookkeeping.
+    ///
+    /// - Throws: what ``read(_:)-(URL)`` and `StoreTools.postgresSummary(of:)` throw.
+    static func read(_ location: StoreLocation) throws -> StoreFile {
+        guard case .postgres(let url) = location else { return try read(location.url) }
+        let summary = try StoreTools.postgresSummary(of: url)
+        return StoreFile(
+            uuid: summary.uuid, metadata: summary.metadata, hashes: summary.versionHashes, historyTables: summary.historyTables,
+            integrity: StoreVerification.integrityOfTheServer, bookkeepingWarnings: summary.bookkeepingWarnings)
+    }
+
+    /// Reads the SQLite store at `url`: its metadata, integrity and key bookkeeping.
     ///
     /// - Throws: ``CommandFailure`` naming the file when there is none, when it is not an SQLite
     ///   database or not a Core Data store, or when SQLite cannot read it.

@@ -10,18 +10,19 @@ struct Migrate: ToolCommand {
     static let configuration = CommandConfiguration(
         abstract: "Migrate a store to a new model version (lightweight, inferred), all or nothing.",
         discussion: """
-            The store's own model is found among --from models, among the versions of --model when it is an \
-            .xcdatamodeld, or (SQLite) in the store itself (Core Data's Z_MODELCACHE). With --from given several \
+            The store is a file or a postgres:// URL (with the tool built with the PostgreSQL trait). The store's own \
+            model is found among --from models, among the versions of --model when it is an .xcdatamodeld, or (SQLite, \
+            PostgreSQL) in the store itself (Z_MODELCACHE). With --from given several \
             times, the store migrates through each version after its own, in order. With --dry-run, the plan \
             is printed and nothing is written. The plan and the counts are printed on standard output; a progress bar \
             is drawn on standard error when it is a terminal. A migration that cannot run leaves the store as it was, \
             says why on standard error and exits with 1.
             """)
 
-    @Argument(help: "The store file (.sqlite, or a binary or XML store).") var store: String
+    @Argument(help: "The store file (.sqlite, or a binary or XML store), or a postgres:// URL.") var store: String
     @Option(help: "The new model: an .xcdatamodeld (its current version), .xcdatamodel, .momd or .mom.") var model: String
     @Option(help: "An earlier model version, oldest first; repeat for a chain.") var from: [String] = []
-    @Option(help: "The store type: sqlite, binary or xml (default: from the file's extension, else sqlite).") var type: String?
+    @Option(help: "The store type of a file: sqlite, binary or xml (default: from the file's extension, else sqlite).") var type: String?
     @Flag(help: "Print the plan without migrating.") var dryRun = false
 
     func validate() throws {
@@ -31,13 +32,14 @@ struct Migrate: ToolCommand {
     }
 
     func execute() throws {
-        let url = URL(fileURLWithPath: store)
-        let storeType = type.flatMap(Self.storeType(named:)) ?? Self.storeType(named: url.pathExtension) ?? .sqlite
+        let location = try StoreLocation(store)
+        let url = location.url
+        let storeType: StoreType = location.isPostgreSQL ? .postgres : type.flatMap(Self.storeType(named:)) ?? Self.storeType(named: url.pathExtension) ?? .sqlite
         let newModel = try ManagedObjectModel(contentsOf: URL(fileURLWithPath: model))
         var versions = try from.map { try ManagedObjectModel(contentsOf: URL(fileURLWithPath: $0)) }
-        if versions.isEmpty, model.hasSuffix(".xcdatamodeld"), storeType == .sqlite {
+        if versions.isEmpty, model.hasSuffix(".xcdatamodeld"), storeType == .sqlite || storeType == .postgres {
             // The version of the bundle that wrote the store, when it has one.
-            let hashes = try StoreFile.read(url).hashes
+            let hashes = try StoreFile.read(location).hashes
             let bundle = URL(fileURLWithPath: model)
             for name in try FileManager.default.contentsOfDirectory(atPath: bundle.path).sorted() where name.hasSuffix(".xcdatamodel") {
                 let version = try ManagedObjectModel(contentsOf: bundle.appendingPathComponent(name))
@@ -55,9 +57,9 @@ struct Migrate: ToolCommand {
         do {
             plan = try PersistentStoreCoordinator.migrationPlan(forStoreAt: url, type: storeType, to: newModel, options: options)
         } catch {
-            throw CommandFailure("Cannot migrate \(url.path)", because: error)
+            throw CommandFailure("Cannot migrate \(location.shown)", because: error)
         }
-        print("Store: \(url.path) (\(storeType))")
+        print("Store: \(location.shown) (\(storeType))")
         if plan.steps.isEmpty {
             print("The store already has this model: nothing to do.")
             return
@@ -81,7 +83,7 @@ struct Migrate: ToolCommand {
             }
         } catch {
             bar.finish()
-            throw CommandFailure("The migration of \(url.path) failed and the store was left as it was", because: error)
+            throw CommandFailure("The migration of \(location.shown) failed and the store was left as it was", because: error)
         }
         let after = try counts(url, storeType, model: newModel, options: [:])
         print(String(format: "Migrated in %.2f s.", elapsed))

@@ -4,20 +4,28 @@ import GRDB
 import ObjectGraphCore
 
 /// `objectgraph verify STORE`: SQLite's integrity check and the invariants of Core Data's layout
-/// (versions, entity numbers, `Z_MAX`, to-ones and join tables pointing at rows). Reads only.
+/// (versions, entity numbers, `Z_MAX`, to-ones and join tables pointing at rows), of an SQLite file
+/// or a PostgreSQL store (the layout's invariants: the server keeps its own pages). Reads only.
 struct Verify: ToolCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Check a Core Data SQLite store: integrity, versions, entity numbers, Z_MAX, to-ones and join tables.",
-        discussion: "Reads only. Exits with 1 when anything is wrong. Without --model, the model cached in the store (Z_MODELCACHE) is used.")
+        abstract: "Check a Core Data store: integrity, versions, entity numbers, Z_MAX, to-ones and join tables.",
+        discussion: """
+            The store is an SQLite file or a postgres:// URL (with the tool built with the PostgreSQL trait; the server's own pages \
+            are PostgreSQL's to check). Reads only. Exits with 1 when anything is wrong. Without --model, the model cached in the \
+            store (Z_MODELCACHE) is used.
+            """)
 
     @OptionGroup var file: StoreFileOptions
     @Option(help: "The model: an .xcdatamodeld, .xcdatamodel, .momd or .mom.") var model: String?
 
     func execute() throws {
-        let url = file.url
+        let location = try StoreLocation(file.store)
+        let url = location.url
         let loaded = try model.map { try ManagedObjectModel(contentsOf: URL(fileURLWithPath: $0)) } ?? ManagedObjectModel(contentsOfStoreAt: url)
         let result = try report(json: file.json, progress: "checking") { progress in
-            try StoreTools.verify(at: url, model: loaded, progress: progress)
+            location.isPostgreSQL
+                ? try StoreTools.verifyPostgres(at: url, model: loaded, progress: progress)
+                : try StoreTools.verify(at: url, model: loaded, progress: progress)
         } text: { result in
             print("Integrity: \(result.integrity)")
             print("Checks: \(result.checks.count)")
@@ -69,10 +77,19 @@ struct Checkpoint: ToolCommand {
 
 /// The store file a maintenance command works on, and how it prints its result.
 struct StoreFileOptions: ParsableArguments {
-    @Argument(help: "The store's .sqlite file.") var store: String
+    @Argument(help: "The store's .sqlite file (verify: or a postgres:// URL).") var store: String
     @Flag(help: "Print the result as JSON.") var json = false
 
-    var url: URL { URL(fileURLWithPath: store) }
+    /// The SQLite file of a command that works on files only.
+    ///
+    /// - Throws: ``CommandFailure`` for a PostgreSQL store's URL, saying what the server does instead.
+    func file(for command: String) throws -> URL {
+        if store.hasPrefix("postgres://") || store.hasPrefix("postgresql://") {
+            throw CommandFailure(
+                "\(command) works on SQLite store files; a PostgreSQL server vacuums its tables and checkpoints its log itself (autovacuum, checkpoints), or on demand with VACUUM and CHECKPOINT in psql")
+        }
+        return URL(fileURLWithPath: store)
+    }
 }
 
 extension ToolCommand {
@@ -100,7 +117,7 @@ extension ToolCommand {
         on file: StoreFileOptions, progress label: String, _ work: (URL, _ progress: (Int, Int) -> Void) throws -> Result,
         text: (URL, Result) -> Void
     ) throws -> Result {
-        let url = file.url
+        let url = try file.file(for: Self._commandName)
         return try report(json: file.json, progress: label, { progress in try withoutActuallyEscaping(progress) { try work(url, $0) } }, text: { text(url, $0) })
     }
 }

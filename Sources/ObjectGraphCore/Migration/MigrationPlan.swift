@@ -54,7 +54,9 @@ extension PersistentStoreCoordinator {
     ///
     /// The store's model is found among the models of a ``StagedMigrationManager`` given under
     /// ``PersistentStoreOption/stagedMigrationManager`` (by version hashes), else in the store
-    /// itself (the model Core Data caches in an SQLite store).
+    /// itself (the model Core Data caches in an SQLite store, and ObjectGraph in a PostgreSQL one).
+    /// A PostgreSQL store is named by its URL (`postgres://…`, with `?schema=` when it has one),
+    /// and read in a read-only transaction.
     ///
     /// - Throws: ``ObjectGraphError/migration`` when the store's model cannot be found or the
     ///   migration cannot be inferred (naming the entity, the property and why); the errors of
@@ -63,6 +65,14 @@ extension PersistentStoreCoordinator {
         forStoreAt url: URL, type: StoreType, to model: ManagedObjectModel, options: [String: any Sendable]? = nil
     ) throws -> MigrationPlan {
         try model.validate()
+        if type == .postgres {
+            // The store's version hashes and the model its Z_MODELCACHE holds, read without writing.
+            let summary = try PostgresStore.summary(of: url)
+            let recorded = try summary.compiledModel.map { try ManagedObjectModel(compiledModelData: $0, source: url) }
+            return try MigrationPlanner.plan(
+                forStoreAt: url, type: type, identity: .versionHashes(summary.versionHashes), to: model, settings: MigrationSettings(options),
+                describe: true, recorded: recorded)
+        }
         let identity = try StoredModelIdentity(ofStoreAt: url, type: type)
         return try MigrationPlanner.plan(forStoreAt: url, type: type, identity: identity, to: model, settings: MigrationSettings(options), describe: true)
     }

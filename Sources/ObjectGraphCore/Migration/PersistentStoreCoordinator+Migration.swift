@@ -39,6 +39,20 @@ extension PersistentStoreCoordinator {
         progress: (MigrationProgress) -> Void
     ) throws {
         try model.validate()
+        if type == .postgres {
+            // A PostgreSQL store migrates as it is added with the migration options, in one transaction.
+            let plan = try migrationPlan(forStoreAt: url, type: type, to: model, options: options)
+            guard !plan.steps.isEmpty else { return }
+            var migrating = options ?? [:]
+            migrating[PersistentStoreOption.migratePersistentStoresAutomatically] = true
+            migrating[PersistentStoreOption.inferMappingModelAutomatically] = true
+            let coordinator = PersistentStoreCoordinator(managedObjectModel: model)
+            progress(MigrationProgress(step: 1, steps: plan.steps.count, completed: 0, total: 1, text: "migrating in one transaction"))
+            let store = try coordinator.addPersistentStore(type: .postgres, at: url, options: migrating)
+            try coordinator.removePersistentStore(store)
+            progress(MigrationProgress(step: plan.steps.count, steps: plan.steps.count, completed: 1, total: 1, text: "migrated"))
+            return
+        }
         let identity = try StoredModelIdentity(ofStoreAt: url, type: type)
         let plan = try MigrationPlanner.plan(forStoreAt: url, type: type, identity: identity, to: model, settings: MigrationSettings(options), describe: false)
         try MigrationRunner.run(plan, storeAt: url, type: type, progress: progress)

@@ -18,11 +18,30 @@ extension ManagedObjectModel {
     /// The model's version hashes are checked against the store's `NSStoreModelVersionHashes`, so
     /// a model that loads is the one that wrote the store.
     ///
+    /// A PostgreSQL store's URL (`postgres://…`, in a program that registered the PostgreSQL
+    /// store) loads the model ObjectGraph records in the store's schema, read in a read-only
+    /// transaction.
+    ///
     /// - Throws: ``ObjectGraphError/io`` when the file cannot be read, ``ObjectGraphError/notADatabase``
     ///   when it is not an SQLite database, and ``ObjectGraphError/invalidModel`` when the store
     ///   holds no cached model (stores Core Data wrote before iOS 9), or one
     ///   that is damaged or does not match the store's version hashes.
     public convenience init(contentsOfStoreAt url: URL) throws {
+        if PostgresStore.names(url) {
+            let summary = try PostgresStore.summary(of: url)
+            guard let compiled = summary.compiledModel else {
+                throw ObjectGraphError(
+                    .invalidModel, "Cannot load the model of the store in schema \(summary.schemaName) of \(summary.location): its Z_MODELCACHE holds none", url: url)
+            }
+            try self.init(compiledModelData: compiled, source: url)
+            if let problem = CoreDataMetadata.incompatibility(of: summary.versionHashes, with: self) {
+                throw ObjectGraphError(
+                    .invalidModel,
+                    "Cannot load the model of the store in schema \(summary.schemaName) of \(summary.location): the model in its Z_MODELCACHE does not match its version hashes (\(problem))",
+                    url: url)
+            }
+            return
+        }
         let cache = try SQLiteStore.modelCache(at: url)
         guard let blob = cache.content else {
             throw CoreDataModelFile.invalid(url, "the store holds no model (no Z_MODELCACHE: Core Data caches its model in stores it writes since iOS 9)")
