@@ -61,6 +61,8 @@ struct Run: AsyncParsableCommand {
     @Option(help: "Where the cluster and the logs go (removed at the end).") var folder = "/tmp/objectgraph-loadtest-\(getpid())"
     @Option(help: "Seeded folders and notes per folder.") var folders = 20
     @Option var notesPerFolder = 10
+    @Option(help: "A folder to copy the servers' and PostgreSQL's logs into after each phase (the run's folder is removed).")
+    var logs: String?
 
     func run() async throws {
         var logger = Logger(label: "loadtest")
@@ -91,6 +93,7 @@ struct Run: AsyncParsableCommand {
                                              timeout: timeout, restart: restarts, folders: folders, notesPerFolder: notesPerFolder, logger: logger).run()
                 cleanUp(servers)
                 servers = []
+                if let logs { shell("mkdir -p '\(logs)' && cp '\(cluster.folder)'/*.log '\(logs)/'") }
                 report.print()
                 failures += report.failures
                 reports.append(report)

@@ -209,7 +209,16 @@ struct Phase {
         }
         report.collisionPairs = log.collisionPairs
         report.collision409s = log.collision409s
-        let hangs = (load + probes).filter { $0.outcome == .timeout }.count
+        let hung = (load + probes).filter { $0.outcome == .timeout }
+        let hangs = hung.count
+        if !hung.isEmpty {
+            // When each started, against the restart (or the phase's start), to tell what they waited for.
+            let origin = restartTimes.withLock { $0 }?.restart ?? start
+            let described = hung.sorted { $0.start < $1.start }.prefix(12).map { sample in
+                String(format: "%@ on instance %d at %+.2f s", sample.operation.name, sample.instance, (Double(sample.start) - Double(origin)) / 1e9)
+            }
+            report.checks.append("hangs (start, from the restart\(restart ? "" : " or the phase's start")): " + described.joined(separator: ", ") + (hung.count > 12 ? ", …" : ""))
+        }
         let gate = kind == .objectgraph
         func check(_ passed: Bool, _ text: String) {
             report.checks.append("\(passed ? "PASS" : (gate ? "FAIL" : "MISS (not gating)")): \(text)")
