@@ -6,6 +6,11 @@ import PackageDescription
 let package = Package(
     name: "NotesServer",
     platforms: [.macOS(.v15)],
+    products: [
+        .executable(name: "NotesServer", targets: ["NotesServer"]),
+        // The routes and the service group, for packages that start servers of their own (Examples/LoadTest).
+        .library(name: "NotesServerCore", targets: ["NotesServerCore"]),
+    ],
     dependencies: [
         .package(name: "ObjectGraph", path: "../.."),
         .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1"),

@@ -85,7 +85,7 @@ extension NotesAPI {
     /// whether a page follows without asking for it. The notes' folders are prefetched in one
     /// statement, where reading `folder` of each note would fault its folder on its own.
     func notes(in folder: UUID?, page: NotePageRequest) async throws -> NotePage {
-        try await container.performBackgroundTask { context in
+        try await perform { context in
             let request = FetchRequest<Note>(entityName: "Note")
             var conditions: [FetchPredicate] = []
             if let folder { conditions.append(FetchPredicate(format: "folder.id == %@", folder)) }

@@ -85,7 +85,7 @@ struct NotesAPI {
     /// each folder in turn would fault them one folder at a time (N + 1 statements). The prefetch
     /// reads the notes' whole rows, not only their count.
     func folders() async throws -> [FolderValue] {
-        try await container.performBackgroundTask { context in
+        try await perform { context in
             var descriptor = FetchDescriptor<Folder>(sortBy: [SortDescriptor(\.name)])
             descriptor.relationshipKeyPathsForPrefetching = [\.notes]
             return try context.fetch(descriptor).map(FolderValue.init)
@@ -93,7 +93,7 @@ struct NotesAPI {
     }
 
     func createFolder(_ input: NewFolder) async throws -> FolderValue {
-        try await container.performBackgroundTask { context in
+        try await perform { context in
             let folder = Folder(context: context)
             folder.name = input.name
             try context.save()
@@ -102,11 +102,11 @@ struct NotesAPI {
     }
 
     func note(_ id: UUID) async throws -> NoteValue {
-        try await container.performBackgroundTask { context in NoteValue(try Self.find(id, in: context)) }
+        try await perform { context in NoteValue(try Self.find(id, in: context)) }
     }
 
     func createNote(_ input: NewNote) async throws -> NoteValue {
-        try await container.performBackgroundTask { context in
+        try await perform { context in
             let note = Note(context: context)
             note.title = input.title
             note.body = input.body ?? ""
@@ -122,7 +122,7 @@ struct NotesAPI {
     }
 
     func change(_ id: UUID, _ change: NoteChange) async throws -> NoteValue {
-        try await container.performBackgroundTask { context in
+        try await perform { context in
             let note = try Self.find(id, in: context)
             if let title = change.title { note.title = title }
             if let body = change.body { note.body = body }
@@ -138,9 +138,23 @@ struct NotesAPI {
     }
 
     func delete(_ id: UUID) async throws {
-        try await container.performBackgroundTask { context in
+        try await perform { context in
             context.delete(try Self.find(id, in: context))
             try context.save()
+        }
+    }
+
+    /// Runs a request's work in a background context of its own that keeps every object it
+    /// registers (`retainsRegisteredObjects`) until the request ends. Otherwise an object nothing
+    /// holds, such as a folder a fetch prefetched, goes away, and reading it again makes a fault,
+    /// which goes back to the store when the row cache has dropped the row (as it does when it
+    /// catches up after losing PostgreSQL's notifications, in a restart): a read the request does
+    /// not need, and a fault that cannot be filled while the database is down stops the process,
+    /// where a fetch throws (a 503).
+    func perform<T: Sendable>(_ body: @escaping @Sendable (ManagedObjectContext) throws -> T) async throws -> T {
+        try await container.performBackgroundTask { context in
+            context.retainsRegisteredObjects = true
+            return try body(context)
         }
     }
 
@@ -150,8 +164,12 @@ struct NotesAPI {
         return id
     }
 
+    /// The note, its folder prefetched: `NoteValue` reads the folder's `id`, and a fault the store
+    /// fails to fill (PostgreSQL restarting) stops the process, where a fetch throws (a 503).
     static func find(_ id: UUID, in context: ManagedObjectContext) throws -> Note {
-        guard let note = try context.fetch(FetchDescriptor<Note>(predicate: #Predicate { $0.id == id })).first else {
+        var descriptor = FetchDescriptor<Note>(predicate: #Predicate { $0.id == id })
+        descriptor.relationshipKeyPathsForPrefetching = [\.folder]
+        guard let note = try context.fetch(descriptor).first else {
             throw HTTPError(.notFound, message: "There is no note \(id)")
         }
         return note

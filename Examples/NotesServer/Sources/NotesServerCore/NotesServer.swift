@@ -94,6 +94,8 @@ public enum NotesServer {
     ) -> some ApplicationProtocol {
         let router = Router()
         router.add(middleware: ServerErrorLogging())
+        // Inside the logging: a 503 is a server error, and logged with the store's error.
+        router.add(middleware: StoreUnavailable())
         router.get("health") { _, _ in "ok" }
         if let metrics { router.get("metrics") { _, _ in PrometheusText(registry: metrics) } }
         api.register(on: router)
