@@ -24,17 +24,36 @@ enum PostgresDeadline {
 extension EventLoopFuture where Value: Sendable {
     /// The future's value, waiting at most `timeout`; after that, `onTimeout` runs (it should fail
     /// the future, for example by closing its connection) and a connection error is thrown.
-    func wait(atMost timeout: TimeAmount, doing: @autoclosure () -> String, onTimeout: () -> Void) throws -> Value {
+    ///
+    /// - Parameter connection: the connection the future's statement runs on: once it is closed
+    ///   and the future still has no outcome, a connection error is thrown (checked every second). A
+    ///   server that shuts down ends its sessions with an error and closes them, and a statement sent
+    ///   on one just then may otherwise wait for its reply until `timeout`.
+    func wait(
+        atMost timeout: TimeAmount, on connection: PostgresConnection? = nil, doing: @autoclosure () -> String, onTimeout: () -> Void
+    ) throws -> Value {
         let done = DispatchSemaphore(value: 0)
         let outcome = NIOLockedValueBox<Result<Value, any Error>?>(nil)
         whenComplete { result in
             outcome.withLockedValue { $0 = result }
             done.signal()
         }
-        if done.wait(timeout: .now() + .nanoseconds(Int(timeout.nanoseconds))) == .timedOut {
-            onTimeout()
-            let seconds = timeout.nanoseconds / 1_000_000_000
-            throw PostgresDriverError(kind: .connection, message: "no reply from the server within \(seconds) s while \(doing()); the connection was closed")
+        let deadline = DispatchTime.now() + .nanoseconds(Int(timeout.nanoseconds))
+        var closedSince: DispatchTime?
+        while true {
+            let slice = min(deadline, DispatchTime.now() + .seconds(1))
+            if done.wait(timeout: slice) == .success { break }
+            if DispatchTime.now() >= deadline {
+                onTimeout()
+                let seconds = timeout.nanoseconds / 1_000_000_000
+                throw PostgresDriverError(kind: .connection, message: "no reply from the server within \(seconds) s while \(doing()); the connection was closed")
+            }
+            guard let connection, connection.isClosed else { continue }
+            // Closed: the outcome is the future's if it comes within a slice more, else the connection's loss.
+            if let since = closedSince, DispatchTime.now() >= since + .seconds(1) {
+                throw PostgresDriverError(kind: .connection, message: "the server closed the connection while \(doing()), without a reply")
+            }
+            closedSince = closedSince ?? DispatchTime.now()
         }
         return try outcome.withLockedValue { $0! }.get()
     }
@@ -325,7 +344,7 @@ private struct Session: PostgresSession {
         }
         do {
             return try connection.query(PostgresQuery(unsafeSQL: sql, binds: binds), logger: logger)
-                .wait(atMost: PostgresDeadline.reply, doing: "running \(sql.prefix(80))") { closeQuietly(connection) }
+                .wait(atMost: PostgresDeadline.reply, on: connection, doing: "running \(sql.prefix(80))") { closeQuietly(connection) }
         } catch {
             throw PostgresNIODriver.translate(error)
         }

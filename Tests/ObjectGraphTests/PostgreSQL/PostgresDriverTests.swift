@@ -319,6 +319,35 @@ struct PostgresDriverTests {
         #expect(heard.withLock { $0 } == ["n0", "n1", "n2", "last"])
     }
 
+    /// A session the server ends between two statements of a transaction (a restart or a shutdown
+    /// terminates it with an error and closes it): the next statement fails with a connection error
+    /// within seconds, not after the reply deadline, and the pool goes on with a new connection.
+    @Test(.timeLimit(.minutes(1)))
+    func aStatementOnASessionTheServerEndedFailsAtOnce() throws {
+        let (server, url) = try database()
+        let driver = try connect(url, connections: 1)
+        defer { driver.close() }
+        let started = Protected<Date?>(nil)
+        do {
+            try driver.transaction(isolation: .readCommitted, readOnly: false) { session in
+                guard case .int(let pid)? = try session.query("SELECT pg_backend_pid()", []).first?.first else {
+                    Issue.record("no backend pid")
+                    return
+                }
+                try server.psql("SELECT pg_terminate_backend(\(pid))")
+                Thread.sleep(forTimeInterval: 0.3)
+                started.withLock { $0 = Date() }
+                _ = try session.query("SELECT 1", [])
+            }
+            Issue.record("a statement ran on a session the server had ended")
+        } catch let error as PostgresDriverError {
+            #expect(error.kind == .connection || error.kind == .server, "\(error)")
+        }
+        let waited = Date().timeIntervalSince(started.withLock { $0 } ?? Date())
+        #expect(waited < 10, "the statement waited \(waited) s for a reply on a closed connection")
+        #expect(try driver.transaction(isolation: .readCommitted, readOnly: true) { try $0.query("SELECT 2", []) } == [[.int(2)]])
+    }
+
     @Test(.timeLimit(.minutes(2)))
     func afterTheServerRestartsThePoolAndTheListenerConnectAgain() throws {
         let server = try PostgresTestServer.start()  // a cluster of its own: this test stops it
