@@ -52,9 +52,7 @@ final class PostgresStore: StoreBackend {
         self.url = url
         self.model = model
         self.readOnly = readOnly
-        var shown = URLComponents(url: url, resolvingAgainstBaseURL: false)
-        if shown?.password != nil { shown?.password = "…" }
-        self.location = shown?.string ?? "the PostgreSQL database"
+        self.location = Self.location(of: url)
         let schemaName = PostgresStoreTables.schemaName(in: url)
         self.schemaName = schemaName
         let schema = CoreDataLayout(model: model)
