@@ -329,6 +329,16 @@ private struct Session: PostgresSession {
         try run(sql, parameters).metadata.rows ?? 0
     }
 
+    /// Each row's cells decoded into one array that is reused from row to row.
+    func forEachRow(_ sql: String, _ parameters: [PostgresValue], _ body: ([PostgresValue]) throws -> Void) throws {
+        var cells: [PostgresValue] = []
+        for row in try run(sql, parameters).rows {
+            cells.removeAll(keepingCapacity: true)
+            for cell in row { cells.append(try Self.value(cell)) }
+            try body(cells)
+        }
+    }
+
     private func run(_ sql: String, _ parameters: [PostgresValue]) throws -> PostgresQueryResult {
         var binds = PostgresBindings(capacity: parameters.count)
         for parameter in parameters {
@@ -357,6 +367,7 @@ private struct Session: PostgresSession {
             switch cell.dataType {
             case .bool: return .bool(try cell.decode(Bool.self))
             case .int2, .int4, .int8, .oid: return .int(try cell.decode(Int64.self))
+            case .int8Array: return .array(.bigint, try cell.decode([Int64].self).map { .int($0) })
             case .float4, .float8: return .double(try cell.decode(Double.self))
             case .bytea: return .bytes(try cell.decode(Data.self))
             case .text, .varchar, .name, .bpchar, .uuid: return .text(try cell.decode(String.self))
@@ -428,9 +439,16 @@ private struct ArrayParameter: PostgresThrowingDynamicTypeEncodable {
 
     func encode<JSONEncoder: PostgresJSONEncoder>(into buffer: inout ByteBuffer, context: PostgresEncodingContext<JSONEncoder>) throws {
         buffer.writeInteger(values.isEmpty ? 0 : 1, as: Int32.self)
-        buffer.writeInteger(values.contains(.null) ? 1 : 0, as: Int32.self)
+        buffer.writeInteger(values.contains { if case .null = $0 { true } else { false } } ? 1 : 0, as: Int32.self)
         buffer.writeInteger(elementType.rawValue)
         guard !values.isEmpty else { return }
+        // The header's 12 bytes, and the elements' lengths and (for the fixed-size types) values.
+        let fixedSize = switch element {
+        case .bigint, .double: 8
+        case .boolean: 1
+        case .text, .bytea: 0
+        }
+        buffer.reserveCapacity(minimumWritableBytes: 12 + values.count * (4 + fixedSize))
         buffer.writeInteger(Int32(values.count))
         buffer.writeInteger(1, as: Int32.self)
         for value in values {

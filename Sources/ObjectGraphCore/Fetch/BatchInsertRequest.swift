@@ -97,8 +97,7 @@ public final class BatchInsertRequest: PersistentStoreRequest {
         let check = BatchValues.InsertRows(entity: entity)
         var rows: [BatchRow] = []
         if let objects = objectsToInsert {
-            rows.reserveCapacity(objects.count)
-            for (number, object) in objects.enumerated() { rows.append(try BatchValues.insertRow(object, number: number, check)) }
+            rows = try BatchValues.insertRows(objects, check)
         } else if let handler = dictionaryHandler {
             while true {
                 var row: [String: any Sendable] = [:]

@@ -79,6 +79,27 @@ struct BatchInsertTests {
         #expect(titles == ["kept"])
     }
 
+    @Test func aLargeBatchIsCheckedInSlicesWithTheSameRowsAndTheFirstBadRowsError() throws {
+        let model = TestModels.notes()
+        let entity = try #require(model.entitiesByName["Note"])
+        let check = BatchValues.InsertRows(entity: entity)
+        var objects: [[String: any Sendable]] = (0..<(3 * BatchValues.rowsPerSlice)).map { ["title": "n\($0)", "rank": Int64($0)] }
+        let sliced = try BatchValues.insertRows(objects, check)
+        let one = try objects.enumerated().map { try BatchValues.insertRow($1, number: $0, check) }
+        #expect(sliced.map(\.values) == one.map(\.values))
+        #expect(sliced.map(\.given) == one.map(\.given))
+        // Bad rows in the last slice and in the middle one: the error names the first, as a pass row by row would.
+        let last = objects.count - 2, middle = objects.count / 2 + 1
+        objects[last]["rank"] = "high"
+        objects[middle]["rank"] = "low"
+        let error = try #require(throws: ObjectGraphError.self) { try BatchValues.insertRows(objects, check) }
+        #expect(error.key == "rank")
+        #expect(error.message.contains("row \(middle) "))
+        objects[1]["title"] = 5
+        #expect(try #require(throws: ObjectGraphError.self) { try BatchValues.insertRows(objects, check) }.message.contains("row 1 "))
+        withExtendedLifetime(model) {}
+    }
+
     @Test(arguments: StoreKind.everyStore)
     func aMissingRequiredValueOrAnUnknownKeyRefusesTheRequest(_ kind: StoreKind) throws {
         let stack = try TestStack(kind, model: BatchModels.rules())

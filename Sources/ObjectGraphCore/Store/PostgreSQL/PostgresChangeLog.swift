@@ -33,18 +33,50 @@ enum PostgresChangeLog {
         "og_" + identifier.lowercased().filter { $0.isLetter || $0.isNumber }
     }
 
-    /// The text of a save's changes: one line per object, `i`, `u` or `d`, the entity number and
-    /// the key, then for an update the names of the properties that changed.
-    static func encode(_ request: StoreSaveRequest, permanentIDs: [ManagedObjectID: ManagedObjectID], schema: CoreDataLayout) -> String {
-        var updated: [ManagedObjectID: Set<String>] = [:]
-        var lines: [String] = []
-        func line(_ kind: String, _ id: ManagedObjectID, _ keys: [String] = []) {
-            let id = permanentIDs[id] ?? id
-            guard let pk = id.primaryKey else { return }
-            lines.append(([kind, String(schema.entityNumber(for: id.entity)), String(pk)] + keys).joined(separator: " "))
+    /// The text of a save's changes, a line per object or run of objects:
+    /// - `i` or `d`, the entity number and the key: one inserted or deleted row;
+    /// - `I` or `D`, the entity number, the first key and the last: the inserted or deleted rows
+    ///   of every key from the first to the last (a batch request's rows, whose keys follow each
+    ///   other, take one line);
+    /// - `u`, the entity number, the key, then the names of the properties that changed.
+    ///
+    /// `insertedKeys` and `deletedKeys` name more inserted and deleted rows by entity number and
+    /// key, as a batch request has them (without an ID per row).
+    static func encode(
+        _ request: StoreSaveRequest, permanentIDs: [ManagedObjectID: ManagedObjectID], schema: CoreDataLayout,
+        insertedKeys: [Int: [Int64]] = [:], deletedKeys: [Int: [Int64]] = [:]
+    ) -> String {
+        var text = ""
+        func newLine() { if !text.isEmpty { text += "\n" } }
+        // Inserted and deleted rows: each entity's keys in order, runs of consecutive keys in one line.
+        func runs(_ kind: String, _ objects: [SavedObject], _ keysByEntity: [Int: [Int64]]) {
+            var keysByEntity = keysByEntity
+            for object in objects {
+                let id = permanentIDs.isEmpty ? object.id : permanentIDs[object.id] ?? object.id
+                guard let pk = id.primaryKey else { continue }
+                keysByEntity[schema.entityNumber(for: id.entity), default: []].append(pk)
+            }
+            for (number, keys) in keysByEntity.sorted(by: { $0.key < $1.key }) {
+                let keys = keys.sorted()
+                var first = 0
+                while first < keys.count {
+                    var last = first
+                    while last + 1 < keys.count, keys[last + 1] <= keys[last] + 1 { last += 1 }
+                    newLine()
+                    if keys[last] == keys[first] {
+                        text += "\(kind) \(number) \(keys[first])"
+                    } else {
+                        text += "\(kind.uppercased()) \(number) \(keys[first]) \(keys[last])"
+                    }
+                    first = last + 1
+                }
+            }
         }
-        for object in request.inserted { line("i", object.id) }
-        for object in request.deleted { line("d", object.id) }
+        runs("i", request.inserted, insertedKeys)
+        runs("d", request.deleted, deletedKeys)
+        // Updates: the rows a batch request inserts or deletes have none.
+        guard !request.updated.isEmpty || !request.joinInserts.isEmpty || !request.joinDeletes.isEmpty || !request.orderings.isEmpty else { return text }
+        var updated: [ManagedObjectID: Set<String>] = [:]
         let inserted = Set(request.inserted.map(\.id))
         for object in request.updated {
             updated[object.id, default: []].formUnion(object.changedIndices.map { object.entity.properties[$0].name })
@@ -60,8 +92,14 @@ enum PostgresChangeLog {
             updated[ordering.source, default: []].insert(ordering.relationship.name)
         }
         let deleted = Set(request.deleted.map(\.id))
-        for (id, keys) in updated.sorted(by: { $0.key < $1.key }) where !deleted.contains(id) { line("u", id, keys.sorted()) }
-        return lines.joined(separator: "\n")
+        for (id, keys) in updated.sorted(by: { $0.key < $1.key }) where !deleted.contains(id) {
+            let id = permanentIDs[id] ?? id
+            guard let pk = id.primaryKey else { continue }
+            newLine()
+            text += "u \(schema.entityNumber(for: id.entity)) \(pk)"
+            for key in keys.sorted() { text += " " + key }
+        }
+        return text
     }
 
     /// Reads a row's changes back as IDs of `store`; lines of entities the model lacks are skipped.
@@ -70,11 +108,15 @@ enum PostgresChangeLog {
         for line in text.split(separator: "\n") {
             let parts = line.split(separator: " ")
             guard parts.count >= 3, let number = Int(parts[1]), let pk = Int64(parts[2]), let entity = schema.entity(forNumber: number) else { continue }
-            let id = ManagedObjectID(entity: entity, store: store, primaryKey: pk)
             switch parts[0] {
-            case "i": entry.inserted.append(id)
-            case "d": entry.deleted.append(id)
+            case "i": entry.inserted.append(ManagedObjectID(entity: entity, store: store, primaryKey: pk))
+            case "d": entry.deleted.append(ManagedObjectID(entity: entity, store: store, primaryKey: pk))
+            case "I", "D":
+                guard parts.count == 4, let last = Int64(parts[3]), last >= pk else { continue }
+                let ids = (pk...last).lazy.map { ManagedObjectID(entity: entity, store: store, primaryKey: $0) }
+                if parts[0] == "I" { entry.inserted.append(contentsOf: ids) } else { entry.deleted.append(contentsOf: ids) }
             default:
+                let id = ManagedObjectID(entity: entity, store: store, primaryKey: pk)
                 entry.updated.append(id)
                 entry.changedKeys[id] = Set(parts.dropFirst(3).map(String.init))
             }
@@ -85,7 +127,8 @@ enum PostgresChangeLog {
     /// Writes a save's row and announces it, at the end of the save's transaction; returns its
     /// number and the transaction's ID (`txid_current()`).
     static func record(
-        _ request: StoreSaveRequest, permanentIDs: [ManagedObjectID: ManagedObjectID], backend: PostgresStore, session: any PostgresSession
+        _ request: StoreSaveRequest, permanentIDs: [ManagedObjectID: ManagedObjectID], insertedKeys: [Int: [Int64]] = [:], deletedKeys: [Int: [Int64]] = [:],
+        backend: PostgresStore, session: any PostgresSession
     ) throws -> (number: Int64, txid: Int64) {
         let table = backend.table(PostgresStoreTables.changeTable)
         backend.count(3)
@@ -95,7 +138,7 @@ enum PostgresChangeLog {
             INSERT INTO \(table) ("Z_TX", "Z_AUTHOR", "Z_TIME", "Z_CHANGES") \
             SELECT COALESCE(MAX("Z_TX"), 0) + 1, $1, $2, $3 FROM \(table) RETURNING "Z_TX", txid_current()
             """,
-            [.text(backend.instanceID), .double(Date().timeIntervalSinceReferenceDate), .text(encode(request, permanentIDs: permanentIDs, schema: backend.schema))])
+            [.text(backend.instanceID), .double(Date().timeIntervalSinceReferenceDate), .text(encode(request, permanentIDs: permanentIDs, schema: backend.schema, insertedKeys: insertedKeys, deletedKeys: deletedKeys))])
         guard let row = rows.first, row.count == 2, let number = row[0].integer, let txid = row[1].integer else {
             throw ObjectGraphError(.io, "The \(StoreType.postgres) store \(backend.location) did not number a save in its change log", url: backend.url)
         }
@@ -117,11 +160,16 @@ enum PostgresChangeLog {
     }
 
     /// The rows after `number`, in order (at most `limit`); nil when rows right after `number` were
-    /// purged (the caller cannot name every change it missed). Not counted, like ``lastNumber(backend:session:)``.
+    /// purged (the caller cannot name every change it missed). The rows `backend` wrote itself
+    /// come with their number and author only: its coordinator has already taken their changes in.
+    /// Not counted, like ``lastNumber(backend:session:)``.
     static func entries(after number: Int64, limit: Int, backend: PostgresStore, store: PersistentStore, session: any PostgresSession) throws -> [Entry]? {
         let rows = try session.query(
-            "SELECT \"Z_TX\", \"Z_AUTHOR\", \"Z_CHANGES\" FROM \(backend.table(PostgresStoreTables.changeTable)) WHERE \"Z_TX\" > $1 ORDER BY \"Z_TX\" LIMIT \(limit)",
-            [.int(number)])
+            """
+            SELECT "Z_TX", "Z_AUTHOR", CASE WHEN "Z_AUTHOR" = $2 THEN '' ELSE "Z_CHANGES" END \
+            FROM \(backend.table(PostgresStoreTables.changeTable)) WHERE "Z_TX" > $1 ORDER BY "Z_TX" LIMIT \(limit)
+            """,
+            [.int(number), .text(backend.instanceID)])
         var entries: [Entry] = []
         for row in rows {
             guard let n = row[0].integer else { continue }

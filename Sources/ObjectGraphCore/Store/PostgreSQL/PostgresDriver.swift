@@ -21,7 +21,8 @@ package enum PostgresValue: Sendable, Hashable, CustomStringConvertible {
     /// `bytea`.
     case bytes(Data)
     /// A one-dimensional array of `element`s, NULL among them (each a value of the element's
-    /// case, or `.null`): a column of a set-based insert (`unnest`). Sent only, never read.
+    /// case, or `.null`): sent as a column of a set-based insert (`unnest`) or a list of keys
+    /// (`= ANY($1)`); read from a `bigint[]` cell (`array_agg` of keys), with no NULL.
     case array(PostgresArrayElement, [PostgresValue])
 
     package var description: String {
@@ -104,6 +105,16 @@ package protocol PostgresSession {
     /// Runs a statement and returns the number of rows it inserted, updated or deleted.
     @discardableResult
     func execute(_ sql: String, _ parameters: [PostgresValue]) throws -> Int
+    /// Runs a statement and hands `body` each row's cells in turn, without keeping them: for
+    /// results of many rows a caller reduces as it goes. The array `body` gets is valid only
+    /// during the call.
+    func forEachRow(_ sql: String, _ parameters: [PostgresValue], _ body: ([PostgresValue]) throws -> Void) throws
+}
+
+extension PostgresSession {
+    package func forEachRow(_ sql: String, _ parameters: [PostgresValue], _ body: ([PostgresValue]) throws -> Void) throws {
+        for row in try query(sql, parameters) { try body(row) }
+    }
 }
 
 /// How a transaction isolates itself from others.

@@ -132,9 +132,9 @@ extension PostgresStore {
             count()
             try session.execute(sql, zip(elements, arrays).map { .array($0, $1) })
         }
-        var changes = StoreSaveRequest()
-        changes.inserted = ids.map { SavedObject(id: $0, entity: entity, values: [], changedIndices: [], expectedVersion: nil) }
-        let txid = try PostgresChangeLog.record(changes, permanentIDs: [:], backend: self, session: session).txid
+        let txid = try PostgresChangeLog.record(
+            StoreSaveRequest(), permanentIDs: [:], insertedKeys: [number: Array(first..<(first + Int64(rows.count)))], backend: self, session: session
+        ).txid
         return (StoreBatchResult(affected: ids, inserted: ids), txid)
     }
 
@@ -189,7 +189,11 @@ extension PostgresStore {
         assignments.append("\"Z_OPT\" = t0.\"Z_OPT\" + 1")
         let sql = "UPDATE \(layout.table) AS t0 SET \(assignments.joined(separator: ", "))\(plan.rowCondition) RETURNING t0.\"Z_PK\", t0.\"Z_ENT\""
         count()
-        let ids = try session.query(sql, parameters).compactMap { objectID(ofKeys: $0, store: store) }.sorted { ($0.primaryKey ?? 0) < ($1.primaryKey ?? 0) }
+        var ids: [ManagedObjectID] = []
+        try session.forEachRow(sql, parameters) { row in
+            if let id = objectID(ofKeys: row, store: store) { ids.append(id) }
+        }
+        ids.sort { ($0.primaryKey ?? 0) < ($1.primaryKey ?? 0) }
         guard !ids.isEmpty else { return (StoreBatchResult(), nil) }
         var changes = StoreSaveRequest()
         changes.updated = ids.map { id in
@@ -224,14 +228,25 @@ extension PostgresStore {
             tombstones.merge(try self.tombstones(of: ids, store: store, session: session)) { $1 }
         }
         count()
-        let deleted = try session.query(
-            "DELETE FROM \(layout.table) AS t0\(plan.rowCondition) RETURNING t0.\"Z_PK\", t0.\"Z_ENT\"", plan.parameters
-        ).compactMap { objectID(ofKeys: $0, store: store) }.sorted { ($0.primaryKey ?? 0) < ($1.primaryKey ?? 0) }
+        // The deleted keys come back as one array per entity: a row, not a row per deleted row.
+        var deleted: [ManagedObjectID] = []
+        var deletedKeys: [Int: [Int64]] = [:]
+        for row in try session.query(
+            """
+            WITH gone AS (DELETE FROM \(layout.table) AS t0\(plan.rowCondition) RETURNING t0."Z_PK", t0."Z_ENT") \
+            SELECT "Z_ENT", array_agg("Z_PK") FROM gone GROUP BY "Z_ENT"
+            """, plan.parameters) {
+            guard row.count == 2, let number = row[0].integer, let concrete = schema.entity(forNumber: Int(number)),
+                  case .array(_, let values) = row[1] else { continue }
+            let keys = values.compactMap(\.integer).sorted()
+            deletedKeys[Int(number)] = keys
+            deleted.append(contentsOf: keys.map { ManagedObjectID(entity: concrete, store: store, primaryKey: $0) })
+        }
+        deleted.sort { ($0.primaryKey ?? 0) < ($1.primaryKey ?? 0) }
         guard !deleted.isEmpty else { return (StoreBatchResult(), nil) }
         let keys = PostgresValue.array(.bigint, deleted.map { .int($0.primaryKey ?? -1) })
         let root = entity.rootEntity
         var changes = StoreSaveRequest()
-        changes.deleted = deleted.map { SavedObject(id: $0, entity: $0.entity, values: [], changedIndices: [], expectedVersion: nil) }
         var cleared: [ManagedObjectID: [Int]] = [:]
         for source in model.entitiesByCode {
             for relationship in source.declaredProperties.compactMap({ $0 as? RelationshipDescription }) {
@@ -268,7 +283,7 @@ extension PostgresStore {
                 id: id, entity: id.entity, values: [Value](repeating: .null, count: id.entity.properties.count), changedIndices: indices, expectedVersion: nil))
             result.updated.append(id)
         }
-        let txid = try PostgresChangeLog.record(changes, permanentIDs: [:], backend: self, session: session).txid
+        let txid = try PostgresChangeLog.record(changes, permanentIDs: [:], deletedKeys: deletedKeys, backend: self, session: session).txid
         return (result, txid)
     }
 

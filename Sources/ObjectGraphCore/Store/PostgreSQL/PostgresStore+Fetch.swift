@@ -141,6 +141,33 @@ extension PostgresStore {
         return try request.rows(of: subjects)
     }
 
+    /// The keys of the rows a fetch returns: `"Z_PK"` and `"Z_ENT"` only, when PostgreSQL answers
+    /// the whole request (a batched fetch's first step, so it reads two numbers a row, and no row's
+    /// values); otherwise the keys of the rows `fetch` returns.
+    func fetchKeys(_ request: StoreFetchRequest, store: PersistentStore) throws -> (keys: [Int64], entityCodes: [Int32]) {
+        guard let layout = layouts[request.entity.rootEntity.entityCode] else { return ([], []) }
+        var request = request
+        request.includesPropertyValues = false
+        let plan = try self.plan(request, columns: "t0.\"Z_PK\", t0.\"Z_ENT\"", store: store)
+        return try read("fetching \(request.entity.name) keys") { session in
+            guard !plan.sortsInMemory else {
+                let rows = try fetch(request, layout: layout, store: store, session: session)
+                return (rows.map { $0.id.primaryKey ?? -1 }, rows.map { Int32($0.id.entity.entityCode) })
+            }
+            count()
+            var keys: [Int64] = [], codes: [Int32] = []
+            try session.forEachRow(plan.sql, plan.parameters) { row in
+                // A row of an entity the model lacks is skipped, as `fetch` skips it.
+                guard row.count >= 2, let pk = row[0].integer, let number = row[1].integer, layout.entities[Int(number)] != nil,
+                      let entity = schema.entity(forNumber: Int(number)) else { return }
+                keys.append(pk)
+                codes.append(Int32(entity.entityCode))
+            }
+            rowsRead.add(keys.count)
+            return (keys, codes)
+        }
+    }
+
     func count(_ request: StoreFetchRequest, store: PersistentStore) throws -> Int {
         guard layouts[request.entity.rootEntity.entityCode] != nil else { return 0 }
         let plan = try self.plan(request, columns: "1", store: store, forCount: true)
