@@ -15,6 +15,11 @@ struct Snapshot: Sendable {
 struct StoreRow: Sendable {
     var id: ManagedObjectID
     var snapshot: Snapshot?
+
+    /// The primary keys and entity codes of rows, in order (``StoreBackend/fetchKeys(_:store:)``'s answer).
+    static func keys(of rows: [StoreRow]) -> (keys: [Int64], entityCodes: [Int32]) {
+        (rows.map { $0.id.primaryKey ?? -1 }, rows.map { Int32($0.id.entity.entityCode) })
+    }
 }
 
 /// A fetch in store terms.
@@ -127,7 +132,6 @@ extension StoreBackend {
     func fetchKeys(_ request: StoreFetchRequest, store: PersistentStore) throws -> (keys: [Int64], entityCodes: [Int32]) {
         var request = request
         request.includesPropertyValues = false
-        let rows = try fetch(request, store: store)
-        return (rows.map { $0.id.primaryKey ?? -1 }, rows.map { Int32($0.id.entity.entityCode) })
+        return StoreRow.keys(of: try fetch(request, store: store))
     }
 }

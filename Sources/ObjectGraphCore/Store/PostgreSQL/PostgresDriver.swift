@@ -105,8 +105,9 @@ package protocol PostgresSession {
     /// Runs a statement and returns the number of rows it inserted, updated or deleted.
     @discardableResult
     func execute(_ sql: String, _ parameters: [PostgresValue]) throws -> Int
-    /// Runs a statement and hands `body` each row's cells in turn, without keeping them: for
-    /// results of many rows a caller reduces as it goes. The array `body` gets is valid only
+    /// Runs a statement and hands `body` each row's cells in turn, for results of many rows that a
+    /// caller reduces as it goes: no array of every row's cells is built (the driver may still
+    /// receive the whole result before the first call). The array `body` gets is valid only
     /// during the call.
     func forEachRow(_ sql: String, _ parameters: [PostgresValue], _ body: ([PostgresValue]) throws -> Void) throws
 }

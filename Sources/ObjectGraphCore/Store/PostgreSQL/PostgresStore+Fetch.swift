@@ -150,10 +150,7 @@ extension PostgresStore {
         request.includesPropertyValues = false
         let plan = try self.plan(request, columns: "t0.\"Z_PK\", t0.\"Z_ENT\"", store: store)
         return try read("fetching \(request.entity.name) keys") { session in
-            guard !plan.sortsInMemory else {
-                let rows = try fetch(request, layout: layout, store: store, session: session)
-                return (rows.map { $0.id.primaryKey ?? -1 }, rows.map { Int32($0.id.entity.entityCode) })
-            }
+            guard !plan.sortsInMemory else { return StoreRow.keys(of: try fetch(request, layout: layout, store: store, session: session)) }
             count()
             var keys: [Int64] = [], codes: [Int32] = []
             try session.forEachRow(plan.sql, plan.parameters) { row in
