@@ -20,6 +20,10 @@ struct PostgresPredicateFuzzTests {
         let stack = try TestStack(.postgres, model: PredicateTestGraph.model)
         try copy(graph, into: stack)
         let context = stack.context("fuzz")
+        // An in-memory copy, for the order of every fifth case: sorted by title, case-insensitively.
+        let memoryStack = try TestStack(.inMemory, model: PredicateTestGraph.model)
+        try copy(graph, into: memoryStack)
+        let memoryContext = memoryStack.context("fuzz")
         var generator = PredicateFormatGenerator(seed: seed)
         var compared = 0
         for index in 0..<Self.caseCount {
@@ -35,6 +39,11 @@ struct PostgresPredicateFuzzTests {
             switch (memory, stored) {
             case (.success(let m), .success(let s)):
                 #expect(m == s, "PostgreSQL \(s) and memory \(m) disagree — \(described)")
+                if index % 5 == 0 {
+                    let sorted = try serials(predicate, in: context, sortedByTitleWithLimit: 1 + index % 7, offset: index % 3)
+                    #expect(try sorted == serials(predicate, in: memoryContext, sortedByTitleWithLimit: 1 + index % 7, offset: index % 3),
+                            "sorted by title[c] — \(described)")
+                }
             case (.failure(let m), .failure(let s)):
                 #expect((m as? ObjectGraphError)?.code == (s as? ObjectGraphError)?.code, "memory: \(m), PostgreSQL: \(s) — \(described)")
             case (.success, .failure(let s)):
@@ -52,6 +61,18 @@ struct PostgresPredicateFuzzTests {
         request.predicate = predicate
         request.propertiesToFetch = ["serial"]
         return try context.fetch(request).compactMap { $0["serial"] as? Int64 }.sorted()
+    }
+
+    /// The serials of the notes a fetch with the predicate returns, sorted by title
+    /// case-insensitively (then by serial), with a limit and an offset.
+    private func serials(_ predicate: FetchPredicate, in context: ManagedObjectContext, sortedByTitleWithLimit limit: Int, offset: Int) throws -> [Int64] {
+        let request = FetchRequest<[String: Any]>(entityName: "Note")
+        request.predicate = predicate
+        request.propertiesToFetch = ["serial"]
+        request.sortDescriptors = [FetchSortDescriptor(key: "title", ascending: limit % 2 == 0, caseInsensitive: true), FetchSortDescriptor(key: "serial")]
+        request.fetchLimit = limit
+        request.fetchOffset = offset
+        return try context.fetch(request).compactMap { $0["serial"] as? Int64 }
     }
 
     /// Inserts the graph's folders, tags and notes, with their relationships, and saves.

@@ -74,6 +74,12 @@ struct PostgresQueriesInSQLTests {
             ("@count of a to-many", Self.request("Group", "items.@count == %@", [Int64(Self.itemCount / Self.groupCount)]), Self.groupCount),
             ("SUBQUERY", Self.request("Group", "SUBQUERY(items, $i, $i.rank == 1).@count > 0", []), 2),
             ("LIKE", Self.request("Item", "name LIKE %@", ["item 1?"]), 7),
+            ("a case-insensitive prefix", Self.request("Item", "name BEGINSWITH[c] %@", ["item 1"]), 1 + 10 + 100 + 200),
+            ("case- and diacritic-insensitive equality", Self.request("Item", "name ==[cd] %@", ["ITEM 3"]), 1),
+            ("[c] LIKE through a to-one", Self.request("Item", "group.name LIKE[c] %@", ["GROUP 1?"]), 10 * Self.itemCount / Self.groupCount),
+            ("a case-insensitive sort with a limit", Self.request("Item", nil, [], sort: "name", caseInsensitive: true, limit: 6), 6),
+            ("a case-insensitive sort with a limit and an offset",
+             Self.request("Item", "rank > 3", [], sort: "name", caseInsensitive: true, ascending: false, limit: 4, offset: 3), 4),
         ]
         for (what, request, expected) in cases {
             let before = backend.rowsRead.value
@@ -88,7 +94,53 @@ struct PostgresQueriesInSQLTests {
         let counted = try context.count(for: Self.request("Item", "uid == %@", [uids[3]]))
         #expect(counted == 1)
         #expect(backend.rowsRead.value - before == 1)
+        // So does a count with a case-insensitive prefix.
+        let beforeFolded = backend.rowsRead.value
+        #expect(try context.count(for: Self.request("Item", "name BEGINSWITH[c] %@", ["ITEM 2"])) == 1 + 10 + 100)
+        #expect(backend.rowsRead.value - beforeFolded == 1)
         withExtendedLifetime(memory) {}
+    }
+
+    /// `[c]`, `[d]` and case-insensitive sorts are exact in SQL for ASCII text; the rows whose text
+    /// is not ASCII are read and evaluated in memory, with Foundation's folding (`ſ` is `s` under
+    /// `[c]`, `É` is `e` under `[cd]`), and merged with the others in memory's order.
+    @Test func foldedComparisonsAndSortsReadTheResultAndTheTextThatIsNotASCII() throws {
+        let (postgres, memory, _) = try stacks()
+        let names = ["Émile", "émile", "ÉMILE 2", "ſtem 1", "Straße", "STRASSE", "ıtem 1", "İTEM 1", "日本 item", "item 1 ✓", "ITEM Ǆ"]
+        for stack in [postgres, memory] {
+            let context = stack.context()
+            for (i, name) in names.enumerated() { context.insert("Item", ["name": name, "rank": Int64(i)]) }
+            try context.save()
+        }
+        let backend = try #require(postgres.store.backend as? PostgresStore)
+        let nonASCII = names.filter { !$0.unicodeScalars.allSatisfy(\.isASCII) }.count
+        let formats = [
+            "name BEGINSWITH[c] 'item 1'", "name BEGINSWITH[cd] 'EMILE'", "name ==[c] 'émile'", "name ==[cd] 'EMILE'",
+            "name ENDSWITH[c] ' 1'", "name CONTAINS[c] 'STEM'", "name CONTAINS[cd] 'e'", "name LIKE[c] 'stra*'",
+            "name LIKE[cd] '*E 2'", "NOT (name BEGINSWITH[c] 'item')", "name BEGINSWITH[c] 'ITEM 1' OR name ==[d] 'Emile'",
+            "name BEGINSWITH[c] 'item 1' AND rank < 5", "rank < 3 OR name ENDSWITH[d] 'e'",
+        ]
+        for format in formats {
+            for (limit, offset) in [(0, 0), (5, 0), (3, 2)] {
+                let request = Self.request("Item", format, [], sort: "name", caseInsensitive: true, limit: limit, offset: offset)
+                let expected = try memory.context().fetch(request).map { $0.value(forKey: "name") as? String }
+                let before = backend.rowsRead.value
+                let found = try postgres.context().fetch(request).map { $0.value(forKey: "name") as? String }
+                #expect(found == expected, "\(format), limit \(limit), offset \(offset)")
+                // At most the limit plus the offset of ASCII rows, and the rows whose text is not ASCII
+                // (for `==[c] 'émile'` too: folded ASCII text never equals it).
+                let ascii = limit > 0 ? limit + offset : try memory.context().count(for: Self.request("Item", format, []))
+                #expect(backend.rowsRead.value - before <= ascii + nonASCII, "\(format): \(backend.rowsRead.value - before) rows read")
+                #expect(try postgres.context().count(for: request) == memory.context().count(for: request), "count: \(format)")
+            }
+        }
+        // A sort alone: the first names in memory's order, with the text that is not ASCII among them.
+        let sorted = Self.request("Item", nil, [], sort: "name", caseInsensitive: true, ascending: false, limit: 8)
+        #expect(try postgres.context().fetch(sorted).map { $0.value(forKey: "name") as? String }
+            == memory.context().fetch(sorted).map { $0.value(forKey: "name") as? String })
+        let request = StoreFetchRequest(
+            entity: Self.model.entitiesByName["Item"]!, predicate: FetchPredicate(format: "name BEGINSWITH[c] 'item 1'"))
+        #expect(try backend.plan(request, columns: "1", store: postgres.store).split != nil)
     }
 
     @Test func whatPostgreSQLCannotFoldIsStillAnsweredAsInMemory() throws {
@@ -101,11 +153,13 @@ struct PostgresQueriesInSQLTests {
     }
 
     private static func request(
-        _ entity: String, _ format: String?, _ arguments: [any Sendable], sort: String? = nil, ascending: Bool = true, limit: Int = 0, offset: Int = 0
+        _ entity: String, _ format: String?, _ arguments: [any Sendable], sort: String? = nil, caseInsensitive: Bool = false,
+        ascending: Bool = true, limit: Int = 0, offset: Int = 0
     ) -> FetchRequest<ManagedObject> {
         let request = FetchRequest<ManagedObject>(entityName: entity)
         if let format { request.predicate = FetchPredicate(format: format, argumentArray: arguments) }
-        request.sortDescriptors = (sort.map { [FetchSortDescriptor(key: $0, ascending: ascending)] } ?? []) + [FetchSortDescriptor(key: "name")]
+        request.sortDescriptors = (sort.map { [FetchSortDescriptor(key: $0, ascending: ascending, caseInsensitive: caseInsensitive)] } ?? [])
+            + [FetchSortDescriptor(key: "name")]
         request.fetchLimit = limit
         request.fetchOffset = offset
         return request

@@ -7,10 +7,14 @@ import Foundation
 // PostgreSQL's words (``PredicateSQL/postgres``): comparisons of every type, key paths through
 // to-one relationships (joins) and to-many ones (`EXISTS` and `COUNT` subqueries), `ANY`, `ALL`,
 // `NONE`, `@count`, `SUBQUERY`, sorts on every attribute and on to-one key paths, and the fetch's
-// limit and offset. What PostgreSQL cannot say as memory does (``SQLPredicateCompiler/NotInDialect``:
-// `[c]`, `[d]`, `MATCHES`, arithmetic, case-insensitive sorts) is left to memory: the rows the rest
-// of the predicate selects are read, and that part is evaluated, sorted, offset and limited with
-// the code every store shares. The answers are the same; the cost is reading those rows.
+// limit and offset. `[c]` and `[d]` comparisons with ASCII constants, and case-insensitive sorts,
+// are exact in SQL for the rows whose text is ASCII: those rows are asked for with the whole
+// request in SQL, the others (text that is not ASCII) are read and evaluated in memory, and the two
+// are merged (``Plan/ASCIISplit``). What PostgreSQL cannot say as memory does otherwise
+// (``SQLPredicateCompiler/NotInDialect``: `MATCHES`, arithmetic, `[c]` with a pattern that is not an
+// ASCII constant) is left to memory: the rows the rest of the predicate selects are read, and that
+// part is evaluated, sorted, offset and limited with the code every store shares. The answers are
+// the same; the cost is reading those rows.
 
 extension PostgresStore {
     /// How one fetch runs: its SQL, and what is left to do in memory.
@@ -26,6 +30,28 @@ extension PostgresStore {
         var residual: [PredicateNode]
         /// Whether sorting, offset and limit are left to memory.
         var sortsInMemory: Bool
+        /// How the request runs as two queries, when each part left to memory is exact in SQL for
+        /// the rows whose text is ASCII.
+        var split: ASCIISplit?
+
+        /// A request whose `[c]` and `[d]` comparisons, and case-insensitive sorts, are exact in SQL
+        /// for the rows whose compared texts are ASCII (or nil): those rows come from SQL with the
+        /// whole request (conditions, order, and a limit of the fetch's limit plus its offset), the
+        /// others are read and evaluated in memory (the residual), and memory sorts, offsets and
+        /// limits the two together. When none of the others passes, PostgreSQL applies the limit
+        /// and the offset to the first. Rows read: the rows whose text is not ASCII, and at most
+        /// the limit (plus the offset, when one of those passes).
+        struct ASCIISplit {
+            /// The rows whose texts are ASCII, the request answered whole: `… ORDER BY …`, without
+            /// a limit or an offset.
+            var asciiSQL: String
+            var asciiParameters: [PostgresValue]
+            /// The fetch's limit plus its offset (0: none): the limit when memory applies the offset.
+            var limit: Int
+            /// The rows whose text is not ASCII and that the conditions in SQL select, in key order,
+            /// bound to the plan's parameters.
+            var otherSQL: String
+        }
 
         /// The conditions as the WHERE clause of an `UPDATE` or a `DELETE` of the fetched table
         /// aliased `t0` (`""` when there are none): where they read joined tables, the rows the
@@ -53,6 +79,8 @@ extension PostgresStore {
             conditions.append(restriction)
         }
         var residual: [PredicateNode] = []
+        // The residual's conditions exact for ASCII text, while each is (nil once one is not).
+        var asciiConditions: [SQLPredicateCompiler.ASCIICondition]? = []
         for node in request.predicate.map({ Self.conjuncts($0.node) }) ?? [] {
             do {
                 let fragment = try compiler.condition(node)
@@ -61,9 +89,18 @@ extension PostgresStore {
                 parameters += values
             } catch is SQLPredicateCompiler.NotInDialect {
                 residual.append(node)
+                if asciiConditions != nil {
+                    do {
+                        if let ascii = try compiler.asciiCondition(node) { asciiConditions?.append(ascii) } else { asciiConditions = nil }
+                    } catch is SQLPredicateCompiler.NotInDialect {
+                        asciiConditions = nil
+                    }
+                }
             }
         }
-        let order = forCount ? "t0.\"Z_PK\"" : try orderBy(request.sortDescriptors, compiler)
+        let order = forCount ? "t0.\"Z_PK\"" : try orderBy(request.sortDescriptors, compiler, foldingASCII: false)?.terms
+        // With a case-insensitive sort, or conditions left to memory, the order for ASCII text.
+        let asciiOrder = forCount || order != nil ? nil : try orderBy(request.sortDescriptors, compiler, foldingASCII: true)
         var from = "\(table(for: entity)) AS t0"
         if !compiler.root.joins.isEmpty { from += " " + compiler.root.joins.joined(separator: " ") }
         var plan = Plan(
@@ -76,7 +113,36 @@ extension PostgresStore {
             if request.fetchOffset > 0 { sql += " OFFSET \(request.fetchOffset)" }
         }
         plan.sql = sql
+        if plan.sortsInMemory, let asciiConditions, let orderTerms = forCount ? "t0.\"Z_PK\"" : (order ?? asciiOrder?.terms) {
+            let texts = asciiConditions.flatMap(\.texts) + (asciiOrder?.texts ?? [])
+            if !texts.isEmpty {
+                plan.split = split(
+                    of: plan, asciiConditions, texts: texts, order: orderTerms, columns: columns,
+                    limit: request.fetchLimit > 0 ? request.fetchLimit + request.fetchOffset : 0)
+            }
+        }
         return plan
+    }
+
+    /// The two queries of a plan whose residual is exact in SQL for ASCII text.
+    private func split(
+        of plan: Plan, _ asciiConditions: [SQLPredicateCompiler.ASCIICondition], texts: [SQLFragment], order: String, columns: String, limit: Int
+    ) -> Plan.ASCIISplit? {
+        let nonASCII = SQLPredicateCompiler.holdsNonASCII(texts)
+        guard let values = try? nonASCII.arguments.map({ try $0.postgresPredicateParameter() }) else { return nil }
+        var parameters = plan.parameters + values
+        var conditions = plan.conditions
+        conditions.append("(" + SQLDialect.postgres.numbered(nonASCII.sql, from: plan.parameters.count + 1) + ") IS NOT TRUE")
+        for condition in asciiConditions {
+            guard let values = try? condition.fragment.arguments.map({ try $0.postgresPredicateParameter() }) else { return nil }
+            conditions.append("(" + SQLDialect.postgres.numbered(condition.fragment.sql, from: parameters.count + 1) + ")")
+            parameters += values
+        }
+        let otherConditions = plan.conditions + [SQLDialect.postgres.numbered(nonASCII.sql, from: plan.parameters.count + 1)]
+        return Plan.ASCIISplit(
+            asciiSQL: "SELECT \(columns) FROM \(plan.from) WHERE \(conditions.joined(separator: " AND ")) ORDER BY \(order)",
+            asciiParameters: parameters, limit: limit,
+            otherSQL: "SELECT \(columns) FROM \(plan.from) WHERE \(otherConditions.joined(separator: " AND ")) ORDER BY t0.\"Z_PK\"")
     }
 
     /// The conjuncts of a predicate: the nodes of its top-level `AND`s, each answered in SQL or
@@ -89,18 +155,26 @@ extension PostgresStore {
     /// The ORDER BY terms for `descriptors`, nil sorting first as in memory and each list ending
     /// with the row's key, so that rows that compare the same come in key order, as in memory; nil
     /// when one of them is a case-insensitive sort of strings, which PostgreSQL cannot fold as
-    /// memory does.
-    private func orderBy(_ descriptors: [FetchSortDescriptor], _ compiler: SQLPredicateCompiler) throws -> String? {
-        var terms: [String] = []
+    /// memory does, unless `foldingASCII`: then such a sort is by the text with A–Z lowered, which
+    /// is memory's order for ASCII text, and `texts` are the texts it folds.
+    private func orderBy(
+        _ descriptors: [FetchSortDescriptor], _ compiler: SQLPredicateCompiler, foldingASCII: Bool
+    ) throws -> (terms: String, texts: [SQLFragment])? {
+        var terms: [String] = [], texts: [SQLFragment] = []
         let nulls = SQLDialect.postgres.predicates.nulls
         for descriptor in descriptors {
             let path = try descriptor.analyzedKeyPath(from: compiler.root.entity)
             guard case .scalar(let expression) = try compiler.compile(path, in: compiler.root) else { continue }
-            if descriptor.caseInsensitive && expression.valueClass == .string { return nil }
-            terms.append(expression.fragment.sql + (descriptor.ascending ? " ASC" + nulls.ascending : " DESC" + nulls.descending))
+            var sql = expression.fragment.sql
+            if descriptor.caseInsensitive && expression.valueClass == .string {
+                guard foldingASCII else { return nil }
+                sql = compiler.asciiLowercased(expression.fragment).sql
+                texts.append(expression.fragment)
+            }
+            terms.append(sql + (descriptor.ascending ? " ASC" + nulls.ascending : " DESC" + nulls.descending))
         }
         terms.append("t0.\"Z_PK\"")
-        return terms.joined(separator: ", ")
+        return (terms.joined(separator: ", "), texts)
     }
 
     /// PostgreSQL's plan for the SQL of a fetch (`EXPLAIN`, one line a row), for tests and
@@ -126,19 +200,43 @@ extension PostgresStore {
         let keys = "t0.\"Z_PK\", t0.\"Z_ENT\", t0.\"Z_OPT\""
         var plan = try self.plan(request, columns: request.includesPropertyValues ? layout.selectList : keys, store: store)
         if plan.sortsInMemory && !request.includesPropertyValues { plan = try self.plan(request, columns: layout.selectList, store: store) }
+        let view = PostgresReadView(backend: self, session: session, store: store)
+        if let split = plan.split {
+            // The rows whose text is ASCII, answered whole in SQL, and the others, evaluated here.
+            // When none of the others passes, PostgreSQL applies the offset too.
+            count(2)
+            let otherRows = try session.query(split.otherSQL, plan.parameters).compactMap { layout.read($0, store: store) }
+            let others = try residualMatches(otherRows, plan, view: view)
+            var sql = split.asciiSQL
+            if others.isEmpty {
+                if request.fetchLimit > 0 { sql += " LIMIT \(request.fetchLimit)" }
+                if request.fetchOffset > 0 { sql += " OFFSET \(request.fetchOffset)" }
+            } else if split.limit > 0 {
+                sql += " LIMIT \(split.limit)"
+            }
+            let ascii = try session.query(sql, split.asciiParameters).compactMap { layout.read($0, store: store) }
+            rowsRead.add(ascii.count + otherRows.count)
+            if others.isEmpty { return request.includesPropertyValues ? ascii : ascii.map { StoreRow(id: $0.id, snapshot: nil) } }
+            // In key order, as memory's sort keeps rows that compare the same.
+            let subjects = (ascii.map { PostgresRowSubject(view: view, id: $0.id, snapshot: $0.snapshot!) } + others)
+                .sorted { ($0.id.primaryKey ?? 0) < ($1.id.primaryKey ?? 0) }
+            return try request.rows(of: subjects)
+        }
         count()
         let rows = try session.query(plan.sql, plan.parameters).compactMap { layout.read($0, store: store) }
         rowsRead.add(rows.count)
         guard plan.sortsInMemory else {
             return request.includesPropertyValues ? rows : rows.map { StoreRow(id: $0.id, snapshot: nil) }
         }
-        let view = PostgresReadView(backend: self, session: session, store: store)
-        var subjects = rows.map { PostgresRowSubject(view: view, id: $0.id, snapshot: $0.snapshot!) }
-        if !plan.residual.isEmpty {
-            let node = plan.residual.count == 1 ? plan.residual[0] : .and(plan.residual)
-            subjects = try subjects.filter { try PredicateEvaluator.evaluate(node, with: $0) }
-        }
-        return try request.rows(of: subjects)
+        return try request.rows(of: residualMatches(rows, plan, view: view))
+    }
+
+    /// The rows that pass the part of the predicate left to memory, as subjects to sort.
+    private func residualMatches(_ rows: [StoreRow], _ plan: Plan, view: PostgresReadView) throws -> [PostgresRowSubject] {
+        let subjects = rows.map { PostgresRowSubject(view: view, id: $0.id, snapshot: $0.snapshot!) }
+        if plan.residual.isEmpty { return subjects }
+        let node = plan.residual.count == 1 ? plan.residual[0] : .and(plan.residual)
+        return try subjects.filter { try PredicateEvaluator.evaluate(node, with: $0) }
     }
 
     /// The keys of the rows a fetch returns: `"Z_PK"` and `"Z_ENT"` only, when PostgreSQL answers
@@ -168,6 +266,20 @@ extension PostgresStore {
     func count(_ request: StoreFetchRequest, store: PersistentStore) throws -> Int {
         guard layouts[request.entity.rootEntity.entityCode] != nil else { return 0 }
         let plan = try self.plan(request, columns: "1", store: store, forCount: true)
+        if let split = plan.split, let layout = layouts[request.entity.rootEntity.entityCode] {
+            // The rows whose text is ASCII counted in SQL, the others read and evaluated here.
+            let others = try self.plan(request, columns: layout.selectList, store: store, forCount: true).split!.otherSQL
+            return try read("counting \(request.entity.name)") { session in
+                count(2)
+                let ascii = Int(try session.query("SELECT COUNT(*) FROM (\(split.asciiSQL)) AS counted", split.asciiParameters).first?.first?.integer ?? 0)
+                let rows = try session.query(others, plan.parameters).compactMap { layout.read($0, store: store) }
+                rowsRead.add(1 + rows.count)
+                let view = PostgresReadView(backend: self, session: session, store: store)
+                var total = max(0, ascii + (try residualMatches(rows, plan, view: view).count) - request.fetchOffset)
+                if request.fetchLimit > 0 { total = min(total, request.fetchLimit) }
+                return total
+            }
+        }
         if !plan.residual.isEmpty {
             var request = request
             request.sortDescriptors = []

@@ -191,7 +191,7 @@ extension SQLPredicateCompiler {
     /// scalars as in memory (PostgreSQL's characters, in its "C" collation): `BEGINSWITH`,
     /// `ENDSWITH`, `CONTAINS`, and `LIKE` with a constant pattern (its `*`, `?` and `\\` become
     /// `%`, `_` and `\\`, and its own `%` and `_` are escaped).
-    private func builtIn(_ op: Operator, _ text: SQLFragment, _ pattern: SQLFragment, _ rhs: Term, _ options: Options) throws -> SQLFragment {
+    func builtIn(_ op: Operator, _ text: SQLFragment, _ pattern: SQLFragment, _ rhs: Term, _ options: Options) throws -> SQLFragment {
         guard options.isEmpty else { throw NotInDialect(what: "[c] and [d]") }
         switch op {
         case .beginsWith: return "starts_with(\(text), \(pattern))"

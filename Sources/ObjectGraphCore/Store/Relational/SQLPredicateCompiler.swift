@@ -221,7 +221,7 @@ final class SQLPredicateCompiler {
         ObjectGraphError(.invalidFetchRequest, "Cannot translate '\(comparison.format)' to SQL")
     }
 
-    private func term(_ expression: PredicateExpression) throws -> Term {
+    func term(_ expression: PredicateExpression) throws -> Term {
         switch expression {
         case .constant(let value): return .constant(value)
         case .list(let values): return .list(values)
