@@ -51,6 +51,9 @@ extension PostgresStore {
             /// The rows whose text is not ASCII and that the conditions in SQL select, in key order,
             /// bound to the plan's parameters.
             var otherSQL: String
+            /// The rows of both, in one pass and in key order, bound to `asciiParameters`: for a
+            /// fetch without a limit, which memory then evaluates whole.
+            var eitherSQL: String
         }
 
         /// The conditions as the WHERE clause of an `UPDATE` or a `DELETE` of the fetched table
@@ -130,19 +133,26 @@ extension PostgresStore {
     ) -> Plan.ASCIISplit? {
         let nonASCII = SQLPredicateCompiler.holdsNonASCII(texts)
         guard let values = try? nonASCII.arguments.map({ try $0.postgresPredicateParameter() }) else { return nil }
-        var parameters = plan.parameters + values
+        var parameters = plan.parameters
         var conditions = plan.conditions
-        conditions.append("(" + SQLDialect.postgres.numbered(nonASCII.sql, from: plan.parameters.count + 1) + ") IS NOT TRUE")
+        // The folded comparisons first, so that PostgreSQL tests the text of the rows they select only.
         for condition in asciiConditions {
             guard let values = try? condition.fragment.arguments.map({ try $0.postgresPredicateParameter() }) else { return nil }
             conditions.append("(" + SQLDialect.postgres.numbered(condition.fragment.sql, from: parameters.count + 1) + ")")
             parameters += values
         }
+        conditions.append("(" + SQLDialect.postgres.numbered(nonASCII.sql, from: parameters.count + 1) + ") IS NOT TRUE")
+        parameters += values
         let otherConditions = plan.conditions + [SQLDialect.postgres.numbered(nonASCII.sql, from: plan.parameters.count + 1)]
+        // Both parts in one pass: the folded comparisons (exact for ASCII text) or text that is not ASCII.
+        let folded = conditions[plan.conditions.count..<(conditions.count - 1)].joined(separator: " AND ")
+        let eitherConditions = asciiConditions.isEmpty
+            ? plan.conditions : plan.conditions + ["((\(folded)) OR \(SQLDialect.postgres.numbered(nonASCII.sql, from: parameters.count + 1)))"]
         return Plan.ASCIISplit(
             asciiSQL: "SELECT \(columns) FROM \(plan.from) WHERE \(conditions.joined(separator: " AND ")) ORDER BY \(order)",
             asciiParameters: parameters, limit: limit,
-            otherSQL: "SELECT \(columns) FROM \(plan.from) WHERE \(otherConditions.joined(separator: " AND ")) ORDER BY t0.\"Z_PK\"")
+            otherSQL: "SELECT \(columns) FROM \(plan.from) WHERE \(otherConditions.joined(separator: " AND ")) ORDER BY t0.\"Z_PK\"",
+            eitherSQL: "SELECT \(columns) FROM \(plan.from)\(eitherConditions.isEmpty ? "" : " WHERE " + eitherConditions.joined(separator: " AND ")) ORDER BY t0.\"Z_PK\"")
     }
 
     /// The conjuncts of a predicate: the nodes of its top-level `AND`s, each answered in SQL or
@@ -203,6 +213,14 @@ extension PostgresStore {
         let view = PostgresReadView(backend: self, session: session, store: store)
         if let split = plan.split {
             // The rows whose text is ASCII, answered whole in SQL, and the others, evaluated here.
+            if request.fetchLimit == 0 {
+                // Without a limit, one pass reads both; memory evaluates the rest of the predicate
+                // (exact in SQL already for the ASCII rows) and sorts.
+                count()
+                let rows = try session.query(split.eitherSQL, split.asciiParameters).compactMap { layout.read($0, store: store) }
+                rowsRead.add(rows.count)
+                return try request.rows(of: residualMatches(rows, plan, view: view))
+            }
             // When none of the others passes, PostgreSQL applies the offset too.
             count(2)
             let otherRows = try session.query(split.otherSQL, plan.parameters).compactMap { layout.read($0, store: store) }

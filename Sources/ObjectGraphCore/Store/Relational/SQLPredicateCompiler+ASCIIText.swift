@@ -81,16 +81,25 @@ extension SQLPredicateCompiler {
     }
 
     /// `text` with A–Z turned into a–z and every other character as it is: memory's `[c]` folding
-    /// of ASCII text (`lower` would follow the server's locale for the rest).
+    /// of ASCII text. PostgreSQL's `lower` in the "C" collation lowers ASCII letters only (in
+    /// another collation it follows the server's locale); `translate` would say the same ten times
+    /// slower.
     func asciiLowercased(_ text: SQLFragment) -> SQLFragment {
-        "translate(\(text), 'ABCDEFGHIJKLMNOPQRSTUVWXYZ', 'abcdefghijklmnopqrstuvwxyz')"
+        "lower((\(text)) COLLATE \"C\")"
     }
 
     /// True for the rows where one of `texts` holds a character that is not ASCII (false or
-    /// unknown where all are ASCII or nil): the rows memory evaluates. In every server encoding.
+    /// unknown where all are ASCII or nil): the rows memory evaluates. In a UTF-8 database such a
+    /// text has more bytes than characters; in another encoding a regular expression tells.
     static func holdsNonASCII(_ texts: [SQLFragment]) -> SQLFragment {
         var seen = Set<String>()
         let unique = texts.filter { seen.insert($0.sql).inserted }
-        return "(\(SQLFragment.joined(unique.map { "\($0) ~ E'[^\\\\x01-\\\\x7F]'" }, separator: " OR ")))"
+        let tests = unique.map { text -> SQLFragment in
+            """
+            (CASE WHEN getdatabaseencoding() = 'UTF8' THEN octet_length(\(text)) <> char_length(\(text)) \
+            ELSE \(text) ~ E'[^\\\\x01-\\\\x7F]' END)
+            """
+        }
+        return "(\(SQLFragment.joined(tests, separator: " OR ")))"
     }
 }
