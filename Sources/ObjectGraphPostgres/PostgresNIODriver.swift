@@ -361,13 +361,43 @@ private struct Session: PostgresSession {
     }
 
     /// A cell as a value, by its type.
+    /// A `bigint[]` cell's elements. A one-dimensional array in the binary format is read here
+    /// (PostgresNIO's generic array decoding cost about a microsecond an element, a batch delete's
+    /// 10,000 keys a quarter of its time); anything else is left to PostgresNIO.
+    private static func int8Array(_ cell: PostgresCell) throws -> [PostgresValue] {
+        guard cell.format == .binary, var bytes = cell.bytes,
+              let dimensions = bytes.readInteger(as: Int32.self), bytes.readInteger(as: Int32.self) != nil,  // has NULLs: checked per element
+              bytes.readInteger(as: UInt32.self) == PostgresDataType.int8.rawValue
+        else { return try cell.decode([Int64].self).map { .int($0) } }
+        if dimensions == 0 { return [] }
+        guard dimensions == 1, let count = bytes.readInteger(as: Int32.self), count >= 0, bytes.readInteger(as: Int32.self) != nil else {
+            return try cell.decode([Int64].self).map { .int($0) }
+        }
+        var elements: [PostgresValue] = []
+        elements.reserveCapacity(Int(count))
+        for _ in 0..<count {
+            guard let length = bytes.readInteger(as: Int32.self) else { break }
+            if length == -1 {
+                elements.append(.null)
+            } else if length == 8, let value = bytes.readInteger(as: Int64.self) {
+                elements.append(.int(value))
+            } else {
+                break
+            }
+        }
+        guard elements.count == Int(count), bytes.readableBytes == 0 else {
+            throw PostgresDriverError(kind: .other, message: "column \(cell.columnName) is not a well-formed bigint[]")
+        }
+        return elements
+    }
+
     private static func value(_ cell: PostgresCell) throws -> PostgresValue {
         guard cell.bytes != nil, cell.dataType != .void else { return .null }  // void: a function that returns nothing
         do {
             switch cell.dataType {
             case .bool: return .bool(try cell.decode(Bool.self))
             case .int2, .int4, .int8, .oid: return .int(try cell.decode(Int64.self))
-            case .int8Array: return .array(.bigint, try cell.decode([Int64].self).map { .int($0) })
+            case .int8Array: return .array(.bigint, try int8Array(cell))
             case .float4, .float8: return .double(try cell.decode(Double.self))
             case .bytea: return .bytes(try cell.decode(Data.self))
             case .text, .varchar, .name, .bpchar, .uuid: return .text(try cell.decode(String.self))

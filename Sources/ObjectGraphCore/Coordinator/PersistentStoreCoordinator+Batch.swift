@@ -74,7 +74,7 @@ extension PersistentStoreCoordinator {
                         // The row cache never serves a row the request changed: those rows leave it.
                         // Inserted rows are new (an upsert's existing rows count as updated), so the
                         // cache cannot hold them.
-                        if !done.updated.isEmpty || !done.deleted.isEmpty { rowCache.evict(done.updated + done.deleted) }
+                        if !done.updated.isEmpty || !done.deleted.isEmpty { rowCache.evict(done.updated, done.deleted) }
                         for entity in done.unlistedEntities { rowCache.evict(entityTreeOf: entity, in: store) }
                         result.append(done)
                     }

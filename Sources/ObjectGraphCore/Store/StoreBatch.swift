@@ -54,10 +54,14 @@ struct StoreBatchResult: Sendable {
     var affectedCount: Int { affected.count + unlistedCount }
 
     mutating func append(_ other: StoreBatchResult) {
-        affected += other.affected
-        inserted += other.inserted
-        updated += other.updated
-        deleted += other.deleted
+        // An empty list takes the other's (shared, not copied: a batch's lists hold thousands of IDs).
+        func join(_ list: inout [ManagedObjectID], _ more: [ManagedObjectID]) {
+            if list.isEmpty { list = more } else { list += more }
+        }
+        join(&affected, other.affected)
+        join(&inserted, other.inserted)
+        join(&updated, other.updated)
+        join(&deleted, other.deleted)
         historyChanges += other.historyChanges
         unlistedCount += other.unlistedCount
         unlistedEntities += other.unlistedEntities

@@ -66,6 +66,32 @@ struct PostgresDriverTests {
         #expect(String(reflecting: factory) == "ObjectGraphPostgres.PostgresNIODriverFactory")
     }
 
+    /// `bigint[]` cells (a batch delete's keys, one array per entity) are read element by element,
+    /// NULLs and the extremes included; an array of another shape is refused with the column's name.
+    @Test func bigintArraysAreReadWhole() throws {
+        let (_, url) = try database()
+        let driver = try connect(url)
+        defer { driver.close() }
+        let many = (0..<10_000).map { Int64($0) * 3 - 7 }
+        let rows = try driver.transaction(isolation: .repeatableRead, readOnly: true) { session in
+            try session.query(
+                "SELECT ARRAY[1, NULL, 9223372036854775807, -9223372036854775808]::int8[], '{}'::int8[], $1::int8[], ARRAY[42]::int8[]",
+                [.array(.bigint, many.map { .int($0) })])
+        }
+        #expect(rows.count == 1)
+        #expect(rows.first?[0] == .array(.bigint, [.int(1), .null, .int(Int64.max), .int(Int64.min)]))
+        #expect(rows.first?[1] == .array(.bigint, []))
+        #expect(rows.first?[2] == .array(.bigint, many.map { .int($0) }))
+        #expect(rows.first?[3] == .array(.bigint, [.int(42)]))
+        #expect {
+            _ = try driver.transaction(isolation: .repeatableRead, readOnly: true) { session in
+                try session.query("SELECT ARRAY[[1, 2], [3, 4]]::int8[] AS square", [])
+            }
+        } throws: { error in
+            "\(error)".contains("square")
+        }
+    }
+
     @Test func everyKindOfValueRoundTripsExactly() throws {
         let (_, url) = try database()
         let driver = try connect(url)

@@ -22,7 +22,7 @@ package enum PostgresValue: Sendable, Hashable, CustomStringConvertible {
     case bytes(Data)
     /// A one-dimensional array of `element`s, NULL among them (each a value of the element's
     /// case, or `.null`): sent as a column of a set-based insert (`unnest`) or a list of keys
-    /// (`= ANY($1)`); read from a `bigint[]` cell (`array_agg` of keys), with no NULL.
+    /// (`= ANY($1)`); read from a one-dimensional `bigint[]` cell (`array_agg` of keys).
     case array(PostgresArrayElement, [PostgresValue])
 
     package var description: String {

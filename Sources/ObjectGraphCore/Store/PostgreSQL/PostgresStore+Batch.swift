@@ -228,23 +228,27 @@ extension PostgresStore {
             tombstones.merge(try self.tombstones(of: ids, store: store, session: session)) { $1 }
         }
         count()
-        // The deleted keys come back as one array per entity: a row, not a row per deleted row.
+        // The deleted keys come back as one array per entity, in key order: a row, not a row per
+        // deleted row.
         var deleted: [ManagedObjectID] = []
         var deletedKeys: [Int: [Int64]] = [:]
+        var keyValues: [PostgresValue] = []
         for row in try session.query(
             """
             WITH gone AS (DELETE FROM \(layout.table) AS t0\(plan.rowCondition) RETURNING t0."Z_PK", t0."Z_ENT") \
-            SELECT "Z_ENT", array_agg("Z_PK") FROM gone GROUP BY "Z_ENT"
+            SELECT "Z_ENT", array_agg("Z_PK" ORDER BY "Z_PK") FROM gone GROUP BY "Z_ENT"
             """, plan.parameters) {
             guard row.count == 2, let number = row[0].integer, let concrete = schema.entity(forNumber: Int(number)),
                   case .array(_, let values) = row[1] else { continue }
-            let keys = values.compactMap(\.integer).sorted()
+            let keys = values.compactMap(\.integer)
             deletedKeys[Int(number)] = keys
-            deleted.append(contentsOf: keys.map { ManagedObjectID(entity: concrete, store: store, primaryKey: $0) })
+            keyValues += values
+            deleted.reserveCapacity(deleted.count + keys.count)
+            for key in keys { deleted.append(ManagedObjectID(entity: concrete, store: store, primaryKey: key)) }
         }
-        deleted.sort { ($0.primaryKey ?? 0) < ($1.primaryKey ?? 0) }
+        if deletedKeys.count > 1 { deleted.sort { ($0.primaryKey ?? 0) < ($1.primaryKey ?? 0) } }
         guard !deleted.isEmpty else { return (StoreBatchResult(), nil) }
-        let keys = PostgresValue.array(.bigint, deleted.map { .int($0.primaryKey ?? -1) })
+        let keys = PostgresValue.array(.bigint, keyValues)
         let root = entity.rootEntity
         var changes = StoreSaveRequest()
         var cleared: [ManagedObjectID: [Int]] = [:]
