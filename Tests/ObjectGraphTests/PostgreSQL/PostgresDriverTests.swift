@@ -251,7 +251,10 @@ struct PostgresDriverTests {
     /// When every connection stays in use, a caller waits at most the URL's `pool_timeout`, then
     /// gets a typed error; a store reports it as busy, naming what it was doing, and works again
     /// once a connection is free.
-    @Test(.timeLimit(.minutes(1)))
+    // The waits that matter are timed inside; the limit only stops a hang. It is generous because in
+    // the full parallel run this test was twice held for minutes before its timed parts, finishing
+    // with the PostgreSQL predicate fuzz (the cause is not known).
+    @Test(.timeLimit(.minutes(5)))
     func anExhaustedPoolIsAWaitThatEndsWithATypedError() throws {
         let (_, base) = try database()
         let url = URL(string: base.absoluteString + (base.query == nil ? "?" : "&") + "pool_timeout=0.3")!
@@ -261,7 +264,10 @@ struct PostgresDriverTests {
         let release = DispatchSemaphore(value: 0)
         let started = DispatchSemaphore(value: 0)
         for _ in 0..<2 {
-            DispatchQueue.global().async(group: holding) {
+            // Threads of their own: holders that block must not take Dispatch's few worker threads.
+            holding.enter()
+            Thread.detachNewThread {
+                defer { holding.leave() }
                 _ = try? driver.transaction(isolation: .readCommitted, readOnly: true) { session -> Void in
                     _ = try session.query("SELECT 1", [])
                     started.signal()
@@ -292,7 +298,10 @@ struct PostgresDriverTests {
         let store = try coordinator.addPersistentStore(type: .postgres, at: url, options: [PersistentStoreOption.maximumReaderCount: 1])
         let backend = try #require(store.backend as? PostgresStore)
         for _ in 0..<2 {
-            DispatchQueue.global().async(group: holding) {
+            // Threads of their own: holders that block must not take Dispatch's few worker threads.
+            holding.enter()
+            Thread.detachNewThread {
+                defer { holding.leave() }
                 _ = try? backend.driver.transaction(isolation: .readCommitted, readOnly: true) { session -> Void in
                     _ = try session.query("SELECT 1", [])
                     started.signal()
@@ -348,7 +357,8 @@ struct PostgresDriverTests {
     /// A session the server ends between two statements of a transaction (a restart or a shutdown
     /// terminates it with an error and closes it): the next statement fails with a connection error
     /// within seconds, not after the reply deadline, and the pool goes on with a new connection.
-    @Test(.timeLimit(.minutes(1)))
+    // As for the exhausted pool: the wait that matters is timed inside, the limit only stops a hang.
+    @Test(.timeLimit(.minutes(5)))
     func aStatementOnASessionTheServerEndedFailsAtOnce() throws {
         let (server, url) = try database()
         let driver = try connect(url, connections: 1)

@@ -131,18 +131,23 @@ enum PostgresChangeLog {
         backend: PostgresStore, session: any PostgresSession
     ) throws -> (number: Int64, txid: Int64) {
         let table = backend.table(PostgresStoreTables.changeTable)
-        backend.count(3)
+        backend.count(2)
+        // The lock is a statement of its own: the row's number reads the log's last one, which a
+        // statement sees as of its start, so only a statement after the lock sees every earlier commit.
         _ = try session.query("SELECT pg_advisory_xact_lock(hashtext($1))", [.text("ObjectGraph changes " + backend.schemaName)])
+        // The row and its notification in one statement (one round trip less for every save).
         let rows = try session.query(
             """
-            INSERT INTO \(table) ("Z_TX", "Z_AUTHOR", "Z_TIME", "Z_CHANGES") \
-            SELECT COALESCE(MAX("Z_TX"), 0) + 1, $1, $2, $3 FROM \(table) RETURNING "Z_TX", txid_current()
+            WITH logged AS (INSERT INTO \(table) ("Z_TX", "Z_AUTHOR", "Z_TIME", "Z_CHANGES") \
+            SELECT COALESCE(MAX("Z_TX"), 0) + 1, $1, $2, $3 FROM \(table) RETURNING "Z_TX", txid_current() AS txid) \
+            SELECT "Z_TX", txid, pg_notify($4, "Z_TX"::text) FROM logged
             """,
-            [.text(backend.instanceID), .double(Date().timeIntervalSinceReferenceDate), .text(encode(request, permanentIDs: permanentIDs, schema: backend.schema, insertedKeys: insertedKeys, deletedKeys: deletedKeys))])
-        guard let row = rows.first, row.count == 2, let number = row[0].integer, let txid = row[1].integer else {
+            [.text(backend.instanceID), .double(Date().timeIntervalSinceReferenceDate),
+             .text(encode(request, permanentIDs: permanentIDs, schema: backend.schema, insertedKeys: insertedKeys, deletedKeys: deletedKeys)),
+             .text(channel(forStore: backend.identifier))])
+        guard let row = rows.first, row.count == 3, let number = row[0].integer, let txid = row[1].integer else {
             throw ObjectGraphError(.io, "The \(StoreType.postgres) store \(backend.location) did not number a save in its change log", url: backend.url)
         }
-        _ = try session.query("SELECT pg_notify($1, $2)", [.text(channel(forStore: backend.identifier)), .text(String(number))])
         if number % 1000 == 0 {
             backend.count()
             try session.execute("DELETE FROM \(table) WHERE \"Z_TX\" <= $1", [.int(number - retainedTransactions)])
