@@ -7,12 +7,12 @@ import Foundation
 // PostgreSQL's words (``PredicateSQL/postgres``): comparisons of every type, key paths through
 // to-one relationships (joins) and to-many ones (`EXISTS` and `COUNT` subqueries), `ANY`, `ALL`,
 // `NONE`, `@count`, `SUBQUERY`, sorts on every attribute and on to-one key paths, and the fetch's
-// limit and offset. `[c]` and `[d]` comparisons with ASCII constants, and case-insensitive sorts,
-// are exact in SQL for the rows whose text is ASCII: those rows are asked for with the whole
-// request in SQL, the others (text that is not ASCII) are read and evaluated in memory, and the two
-// are merged (``Plan/ASCIISplit``). What PostgreSQL cannot say as memory does otherwise
-// (``SQLPredicateCompiler/NotInDialect``: `MATCHES`, arithmetic, `[c]` with a pattern that is not an
-// ASCII constant) is left to memory: the rows the rest of the predicate selects are read, and that
+// limit and offset. `[c]` and `[d]` comparisons with constants, and case-insensitive sorts, are
+// exact in SQL for the rows whose text is ASCII: those rows are asked for with the whole request in
+// SQL, the others (text that is not ASCII) are read and evaluated in memory, and the two are merged
+// (``Plan/ASCIISplit``). What PostgreSQL cannot say as memory does otherwise
+// (``SQLPredicateCompiler/NotInDialect``: `MATCHES`, arithmetic, `[c]` with a pattern read from a
+// key path or through a to-many) is left to memory: the rows the rest of the predicate selects are read, and that
 // part is evaluated, sorted, offset and limited with the code every store shares. The answers are
 // the same; the cost is reading those rows.
 
