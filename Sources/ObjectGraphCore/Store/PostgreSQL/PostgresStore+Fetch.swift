@@ -42,18 +42,18 @@ extension PostgresStore {
         /// and the offset to the first. Rows read: the rows whose text is not ASCII, and at most
         /// the limit (plus the offset, when one of those passes).
         struct ASCIISplit {
-            /// The rows whose texts are ASCII, the request answered whole: `… ORDER BY …`, without
-            /// a limit or an offset.
-            var asciiSQL: String
+            /// The rows whose texts are ASCII, the request answered whole: `FROM … WHERE … ORDER BY
+            /// …`, without a limit or an offset.
+            var ascii: String
             var asciiParameters: [PostgresValue]
             /// The fetch's limit plus its offset (0: none): the limit when memory applies the offset.
             var limit: Int
-            /// The rows whose text is not ASCII and that the conditions in SQL select, in key order,
-            /// bound to the plan's parameters.
-            var otherSQL: String
+            /// The rows whose text is not ASCII and that the conditions in SQL select, in key order
+            /// (`FROM … WHERE … ORDER BY …`), bound to the plan's parameters.
+            var other: String
             /// The rows of both, in one pass and in key order, bound to `asciiParameters`: for a
             /// fetch without a limit, which memory then evaluates whole.
-            var eitherSQL: String
+            var either: String
         }
 
         /// The conditions as the WHERE clause of an `UPDATE` or a `DELETE` of the fetched table
@@ -120,7 +120,7 @@ extension PostgresStore {
             let texts = asciiConditions.flatMap(\.texts) + (asciiOrder?.texts ?? [])
             if !texts.isEmpty {
                 plan.split = split(
-                    of: plan, asciiConditions, texts: texts, order: orderTerms, columns: columns,
+                    of: plan, asciiConditions, texts: texts, order: orderTerms,
                     limit: request.fetchLimit > 0 ? request.fetchLimit + request.fetchOffset : 0)
             }
         }
@@ -129,7 +129,7 @@ extension PostgresStore {
 
     /// The two queries of a plan whose residual is exact in SQL for ASCII text.
     private func split(
-        of plan: Plan, _ asciiConditions: [SQLPredicateCompiler.ASCIICondition], texts: [SQLFragment], order: String, columns: String, limit: Int
+        of plan: Plan, _ asciiConditions: [SQLPredicateCompiler.ASCIICondition], texts: [SQLFragment], order: String, limit: Int
     ) -> Plan.ASCIISplit? {
         let nonASCII = SQLPredicateCompiler.holdsNonASCII(texts)
         guard let values = try? nonASCII.arguments.map({ try $0.postgresPredicateParameter() }) else { return nil }
@@ -148,11 +148,12 @@ extension PostgresStore {
         let folded = conditions[plan.conditions.count..<(conditions.count - 1)].joined(separator: " AND ")
         let eitherConditions = asciiConditions.isEmpty
             ? plan.conditions : plan.conditions + ["((\(folded)) OR \(SQLDialect.postgres.numbered(nonASCII.sql, from: parameters.count + 1)))"]
+        func rows(_ conditions: [String], _ order: String) -> String {
+            "FROM \(plan.from)\(conditions.isEmpty ? "" : " WHERE " + conditions.joined(separator: " AND ")) ORDER BY \(order)"
+        }
         return Plan.ASCIISplit(
-            asciiSQL: "SELECT \(columns) FROM \(plan.from) WHERE \(conditions.joined(separator: " AND ")) ORDER BY \(order)",
-            asciiParameters: parameters, limit: limit,
-            otherSQL: "SELECT \(columns) FROM \(plan.from) WHERE \(otherConditions.joined(separator: " AND ")) ORDER BY t0.\"Z_PK\"",
-            eitherSQL: "SELECT \(columns) FROM \(plan.from)\(eitherConditions.isEmpty ? "" : " WHERE " + eitherConditions.joined(separator: " AND ")) ORDER BY t0.\"Z_PK\"")
+            ascii: rows(conditions, order), asciiParameters: parameters, limit: limit,
+            other: rows(otherConditions, "t0.\"Z_PK\""), either: rows(eitherConditions, "t0.\"Z_PK\""))
     }
 
     /// The conjuncts of a predicate: the nodes of its top-level `AND`s, each answered in SQL or
@@ -217,15 +218,15 @@ extension PostgresStore {
                 // Without a limit, one pass reads both; memory evaluates the rest of the predicate
                 // (exact in SQL already for the ASCII rows) and sorts.
                 count()
-                let rows = try session.query(split.eitherSQL, split.asciiParameters).compactMap { layout.read($0, store: store) }
+                let rows = try session.query("SELECT \(layout.selectList) \(split.either)", split.asciiParameters).compactMap { layout.read($0, store: store) }
                 rowsRead.add(rows.count)
                 return try request.rows(of: residualMatches(rows, plan, view: view))
             }
             // When none of the others passes, PostgreSQL applies the offset too.
             count(2)
-            let otherRows = try session.query(split.otherSQL, plan.parameters).compactMap { layout.read($0, store: store) }
+            let otherRows = try session.query("SELECT \(layout.selectList) \(split.other)", plan.parameters).compactMap { layout.read($0, store: store) }
             let others = try residualMatches(otherRows, plan, view: view)
-            var sql = split.asciiSQL
+            var sql = "SELECT \(layout.selectList) \(split.ascii)"
             if others.isEmpty {
                 if request.fetchLimit > 0 { sql += " LIMIT \(request.fetchLimit)" }
                 if request.fetchOffset > 0 { sql += " OFFSET \(request.fetchOffset)" }
@@ -286,11 +287,10 @@ extension PostgresStore {
         let plan = try self.plan(request, columns: "1", store: store, forCount: true)
         if let split = plan.split, let layout = layouts[request.entity.rootEntity.entityCode] {
             // The rows whose text is ASCII counted in SQL, the others read and evaluated here.
-            let others = try self.plan(request, columns: layout.selectList, store: store, forCount: true).split!.otherSQL
             return try read("counting \(request.entity.name)") { session in
                 count(2)
-                let ascii = Int(try session.query("SELECT COUNT(*) FROM (\(split.asciiSQL)) AS counted", split.asciiParameters).first?.first?.integer ?? 0)
-                let rows = try session.query(others, plan.parameters).compactMap { layout.read($0, store: store) }
+                let ascii = Int(try session.query("SELECT COUNT(*) FROM (SELECT 1 \(split.ascii)) AS counted", split.asciiParameters).first?.first?.integer ?? 0)
+                let rows = try session.query("SELECT \(layout.selectList) \(split.other)", plan.parameters).compactMap { layout.read($0, store: store) }
                 rowsRead.add(1 + rows.count)
                 let view = PostgresReadView(backend: self, session: session, store: store)
                 var total = max(0, ascii + (try residualMatches(rows, plan, view: view).count) - request.fetchOffset)
