@@ -78,13 +78,25 @@ let package = Package(
             name: "ObjectGraph",
             dependencies: ["ObjectGraphCore", "ObjectGraphMacros"]
         ),
+        // The compiler plug-in: the macros' names, each handing its expansion to ObjectGraphMacroExpansions.
         .macro(
             name: "ObjectGraphMacros",
+            dependencies: [
+                "ObjectGraphMacroExpansions",
+                .product(name: "SwiftSyntax", package: "swift-syntax"),
+                .product(name: "SwiftSyntaxMacros", package: "swift-syntax"),
+                .product(name: "SwiftCompilerPlugin", package: "swift-syntax"),
+            ]
+        ),
+        // The macros' expansions, a library that the plug-in and the macro tests share. The tests
+        // import it rather than the macro target: a test target that depends on a macro makes SwiftPM
+        // build the whole test product, and everything it links, a second time for the host.
+        .target(
+            name: "ObjectGraphMacroExpansions",
             dependencies: [
                 .product(name: "SwiftSyntax", package: "swift-syntax"),
                 .product(name: "SwiftSyntaxBuilder", package: "swift-syntax"),
                 .product(name: "SwiftSyntaxMacros", package: "swift-syntax"),
-                .product(name: "SwiftCompilerPlugin", package: "swift-syntax"),
                 .product(name: "SwiftDiagnostics", package: "swift-syntax"),
             ]
         ),
@@ -157,7 +169,7 @@ let package = Package(
         .testTarget(
             name: "ObjectGraphMacrosTests",
             dependencies: [
-                "ObjectGraphMacros",
+                "ObjectGraphMacroExpansions",
                 .product(name: "SwiftParser", package: "swift-syntax"),
                 .product(name: "SwiftSyntaxMacroExpansion", package: "swift-syntax"),
                 .product(name: "SwiftSyntaxMacrosGenericTestSupport", package: "swift-syntax"),

@@ -1,5 +1,5 @@
 import Foundation
-import ObjectGraphMacros
+import ObjectGraphMacroExpansions
 import SwiftParser
 import SwiftSyntax
 import SwiftSyntaxMacroExpansion
