@@ -287,9 +287,16 @@ public final class PersistentContainer: Sendable, CustomStringConvertible {
     ///
     /// It is a programmer error to call it after ``shutdown(timeout:)-1wk1w`` closed the stores:
     /// the process stops with a message naming the container (the `async` form throws instead).
+    ///
+    /// The context is ephemeral, as Core Data's: once the block has run, it forgets its objects and
+    /// any change left unsaved, and goes away with them. Work the block sends to the context with
+    /// `perform` runs after that, on a context with no objects.
     public func performBackgroundTask(_ block: @escaping @Sendable (ManagedObjectContext) -> Void) {
         let context = newBackgroundContext()
-        context.perform { block(context) }
+        context.perform {
+            block(context)
+            context.discardAfterTask()
+        }
     }
 
     /// Runs a block on a new private-queue context and returns its result.
@@ -300,13 +307,19 @@ public final class PersistentContainer: Sendable, CustomStringConvertible {
     /// }
     /// ```
     ///
+    /// The context is ephemeral, as Core Data's: once the block has run, it forgets its objects and
+    /// any change left unsaved (a failed save's among them), and goes away with them.
+    ///
     /// - Throws: what the block throws; ``PersistentContainerError/shutDown`` when the container was
     ///   shut down (the block does not run).
     public func performBackgroundTask<T: Sendable>(
         _ block: @escaping @Sendable (ManagedObjectContext) throws -> T
     ) async throws -> T {
         guard let context = makeBackgroundContext() else { throw shutDownError("performBackgroundTask(_:)") }
-        return try await context.perform(schedule: .enqueued) { try block(context) }
+        return try await context.perform(schedule: .enqueued) {
+            defer { context.discardAfterTask() }
+            return try block(context)
+        }
     }
 
     /// A counted private-queue context, or nil when the container is closed.

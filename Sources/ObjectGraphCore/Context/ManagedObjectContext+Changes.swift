@@ -122,13 +122,28 @@ extension ManagedObjectContext {
     /// nil): reading it stops the program, so fetch again, or resolve its ID.
     public func reset() {
         assertOnQueue("reset()")
+        let objects = forgetAllObjects()
+        NotificationCenter.default.post(name: Self.objectsDidChangeNotification, object: self, userInfo: [
+            NotificationKey.invalidatedAllObjects.rawValue: Set(objects),
+        ])
+    }
+
+    /// Ends a context that `PersistentContainer.performBackgroundTask` made for one
+    /// block, once the block has run: forgets its objects and changes as ``reset()`` does, without
+    /// telling observers (the context is discarded). An object keeps its context alive, so a context
+    /// that still held objects (retained ones, or unsaved changes) would keep itself and them alive
+    /// for as long as the program runs, through the references between them.
+    func discardAfterTask() {
+        assertOnQueue("discarding a background task's context")
+        _ = forgetAllObjects()
+    }
+
+    /// What ``reset()`` does but tell: every object forgotten (the ones the program still holds
+    /// become faults without a context), every change discarded; returns the objects that were
+    /// registered.
+    private func forgetAllObjects() -> [ManagedObject] {
         advanceQueryGeneration()
         let objects = liveObjects
-        defer {
-            NotificationCenter.default.post(name: Self.objectsDidChangeNotification, object: self, userInfo: [
-                NotificationKey.invalidatedAllObjects.rawValue: Set(objects),
-            ])
-        }
         var held: [ManagedObjectID] = pinnedRows
         for object in objects {
             // As in Core Data, an object the program still holds is a fault with no context.
@@ -144,6 +159,7 @@ extension ManagedObjectContext {
         pinnedRows = []
         discardChangeSet()
         discardUndoActions()
+        return objects
     }
 
     /// Forgets every undo and redo action (reset, rollback): they name objects that are gone.

@@ -97,6 +97,11 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
     public var stalenessInterval: Double = -1
     /// Whether every registered object is kept alive by the context (false, the default: only
     /// changed ones are, and unchanged objects go away when the program drops them).
+    ///
+    /// An object keeps its context alive too, so a context that retains its objects, and the
+    /// objects, stay alive together until ``reset()``, even once the program holds neither. Reset a
+    /// long-lived context when done with its objects; the context of a background task
+    /// (``PersistentContainer/performBackgroundTask(_:)->_``) forgets them when its block ends.
     public var retainsRegisteredObjects = false {
         didSet {
             guard retainsRegisteredObjects != oldValue else { return }

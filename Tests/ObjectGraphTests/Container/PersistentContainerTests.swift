@@ -230,4 +230,62 @@ struct PersistentContainerTests {
         }
         try await container.shutdown()
     }
+
+    /// A background task's context, and the objects it holds, go away once the task has ended, in
+    /// each way a task leaves its context: objects it retains (`retainsRegisteredObjects`), changes
+    /// a failed save leaves unsaved, changes never saved. An object keeps its context alive, so a
+    /// context that kept its objects would live as long as the program (and a server that handles
+    /// each request in a background task would keep every request's context).
+    @Test("A background task's context goes away with its objects once the task ends", arguments: [StoreKind.sqlite, .inMemory])
+    func backgroundTaskContextsGoAway(kind: StoreKind) async throws {
+        let container = try loadedContainer(kind, in: directory)
+        let id = try await container.performBackgroundTask { context in
+            let folder = context.insert("Folder", ["name": "Inbox"])
+            try context.save()
+            return folder.objectID
+        }
+        let tasks: [@Sendable (ManagedObjectContext, WeakReferences) throws -> Void] = [
+            { context, seen in  // every object it reads retained
+                context.retainsRegisteredObjects = true
+                _ = try context.fetch(FetchRequest<ManagedObject>(entityName: "Folder"))
+                seen.add(context.registeredObjects)
+            },
+            { context, seen in  // a change left unsaved
+                try context.existingObject(with: id).setValue("Renamed", forKey: "name")
+                seen.add(context.registeredObjects)
+            },
+            { context, seen in  // a save that fails (a required name is missing), its changes left in the context
+                context.retainsRegisteredObjects = true
+                _ = context.insertNewObject(forEntityName: "Folder")
+                try context.existingObject(with: id).setValue("Renamed", forKey: "name")
+                seen.add(context.registeredObjects)
+                try context.save()
+            },
+        ]
+        for (index, task) in tasks.enumerated() {
+            let seen = WeakReferences()
+            _ = try? await container.performBackgroundTask { context in
+                seen.add([context])
+                try task(context, seen)
+            }
+            #expect(seen.count > 1, "task \(index) registered no object")
+            // The queue lets go of the block just after the caller resumes.
+            let deadline = ContinuousClock.now + .seconds(10)
+            while seen.alive > 0 && ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(5)) }
+            #expect(seen.alive == 0, "task \(index): \(seen.alive) of its context and objects still alive")
+        }
+        try await container.shutdown()
+    }
+}
+
+/// Weak references to objects, counting how many are still alive.
+private final class WeakReferences: @unchecked Sendable {  // its list is read and written under its lock
+    private final class Reference { weak var object: AnyObject?; init(_ object: AnyObject) { self.object = object } }
+    private let references = Protected<[Reference]>([])
+
+    func add<Objects: Sequence>(_ objects: Objects) where Objects.Element: AnyObject {
+        references.withLock { $0 += objects.map { Reference($0) } }
+    }
+    var count: Int { references.withLock { $0.count } }
+    var alive: Int { references.withLock { $0.count { $0.object != nil } } }
 }
