@@ -97,6 +97,8 @@ extension NotesAPI {
             request.sortDescriptors = [FetchSortDescriptor(key: "updated", ascending: false), FetchSortDescriptor(key: "id", ascending: false)]
             request.fetchLimit = page.limit + 1
             request.relationshipKeyPathsForPrefetching = ["folder"]
+            // With their values, not as faults (see `NotesAPI.find`).
+            request.returnsObjectsAsFaults = false
             let fetched = try context.fetch(request)
             let notes = fetched.prefix(page.limit).map(NoteValue.init)
             let next = fetched.count > page.limit ? notes.last.map { NoteCursor(after: $0).text } : nil

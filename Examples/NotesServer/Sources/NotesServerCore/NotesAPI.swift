@@ -86,9 +86,12 @@ struct NotesAPI {
     /// reads the notes' whole rows, not only their count.
     func folders() async throws -> [FolderValue] {
         try await perform { context in
-            var descriptor = FetchDescriptor<Folder>(sortBy: [SortDescriptor(\.name)])
-            descriptor.relationshipKeyPathsForPrefetching = [\.notes]
-            return try context.fetch(descriptor).map(FolderValue.init)
+            let request = FetchRequest<Folder>(entityName: "Folder")
+            request.sortDescriptors = [FetchSortDescriptor(key: "name", ascending: true)]
+            request.relationshipKeyPathsForPrefetching = ["notes"]
+            // With their values, not as faults (see `find`).
+            request.returnsObjectsAsFaults = false
+            return try context.fetch(request).map(FolderValue.init)
         }
     }
 
@@ -111,7 +114,14 @@ struct NotesAPI {
             note.title = input.title
             note.body = input.body ?? ""
             if let folder = input.folder {
-                guard let found = try context.fetch(FetchDescriptor<Folder>(predicate: #Predicate { $0.id == folder })).first else {
+                // With its values (not a fault): setting `note.folder` adds the note to the folder's
+                // `notes`, which fires the folder's fault, and a fault whose row the row cache has
+                // dropped since the fetch (another instance changed the folder) goes back to the
+                // store, where an accessor cannot throw if PostgreSQL is restarting.
+                let request = FetchRequest<Folder>(entityName: "Folder")
+                request.predicate = FetchPredicate(format: "id == %@", folder)
+                request.returnsObjectsAsFaults = false
+                guard let found = try context.fetch(request).first else {
                     throw HTTPError(.badRequest, message: "There is no folder \(folder)")
                 }
                 note.folder = found
@@ -164,12 +174,16 @@ struct NotesAPI {
         return id
     }
 
-    /// The note, its folder prefetched: `NoteValue` reads the folder's `id`, and a fault the store
-    /// fails to fill (PostgreSQL restarting) stops the process, where a fetch throws (a 503).
+    /// The note with its values (not a fault) and its folder prefetched: `NoteValue` reads the
+    /// note and its folder's `id`, and a fault the store fails to fill (PostgreSQL restarting) stops
+    /// the process, where a fetch throws (a 503). A fault's row may be gone from the row cache by the
+    /// time it fires: the cache drops the rows another instance changes.
     static func find(_ id: UUID, in context: ManagedObjectContext) throws -> Note {
-        var descriptor = FetchDescriptor<Note>(predicate: #Predicate { $0.id == id })
-        descriptor.relationshipKeyPathsForPrefetching = [\.folder]
-        guard let note = try context.fetch(descriptor).first else {
+        let request = FetchRequest<Note>(entityName: "Note")
+        request.predicate = FetchPredicate(format: "id == %@", id)
+        request.returnsObjectsAsFaults = false
+        request.relationshipKeyPathsForPrefetching = ["folder"]
+        guard let note = try context.fetch(request).first else {
             throw HTTPError(.notFound, message: "There is no note \(id)")
         }
         return note
