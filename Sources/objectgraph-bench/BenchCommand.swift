@@ -33,7 +33,7 @@ struct BenchCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "objectgraph-bench",
         abstract: "Compare ObjectGraph with the raw SQLite C API and GRDB, workload by workload.",
-        subcommands: [BenchWorker.self, BenchRemoteChanges.self, BenchQueryTwins.self])
+        subcommands: [BenchWorker.self, BenchRemoteChanges.self, BenchQueryTwins.self, BenchMigrationMemory.self])
 
     /// Registers the PostgreSQL store (for `--store postgres` and its workers), then runs the command.
     static func main() {
