@@ -32,7 +32,7 @@ extension ManagedObjectContext {
     func fillFaults(_ objects: [ManagedObject]) throws {
         let faults = objects.filter { $0.isFault && $0.managedObjectContext === self }
         if faults.isEmpty { return }
-        let viewed = try readSnapshots(faults.map(\.objectID))
+        let viewed = try readSnapshots(faults)
         for object in faults {
             if let snapshot = viewed.snapshots[object.objectID] {
                 materialize(object, snapshot, holdsRowCache: viewed.leases?.claim(object.objectID) ?? false)
@@ -44,16 +44,33 @@ extension ManagedObjectContext {
 
     /// Reads a fault's snapshot; false when its object does not exist in the parent store.
     func loadSnapshot(for object: ManagedObject) throws -> Bool {
-        let viewed = try readSnapshots([object.objectID])
+        let viewed = try readSnapshots([object])
         guard let snapshot = viewed.snapshots[object.objectID] else { return false }
         materialize(object, snapshot, holdsRowCache: viewed.leases?.claim(object.objectID) ?? false)
         return true
     }
 
-    /// Snapshots for faults, from the parent store, no older than `stalenessInterval`.
-    private func readSnapshots(_ ids: [ManagedObjectID]) throws -> ViewedSnapshots {
+    /// Snapshots for faults, no older than `stalenessInterval`: in a root context, a fault that
+    /// holds its row in the row cache (fetched as a fault) reads the snapshot it holds, even one the
+    /// cache has since marked stale (another coordinator or a batch request changed the row), as
+    /// Core Data fills a fault from the snapshot its fetch read; the others ask the parent store.
+    /// So a fault its fetch read the row of never goes back to the store.
+    private func readSnapshots(_ faults: [ManagedObject]) throws -> ViewedSnapshots {
         let maximumAge = stalenessInterval >= 0 ? stalenessInterval : nil
-        return try parentStore.snapshots(for: ids, maximumAge: maximumAge, leasing: true, requester: storeRequester)
+        guard parent == nil, queryGeneration.pinned == nil, let cache = persistentStoreCoordinator?.rowCache,
+              faults.contains(where: { $0.state.holdsRowCache })
+        else {
+            return try parentStore.snapshots(for: faults.map(\.objectID), maximumAge: maximumAge, leasing: true, requester: storeRequester)
+        }
+        var held: [ManagedObjectID: Snapshot] = [:]
+        for fault in faults where fault.state.holdsRowCache {
+            if let snapshot = cache.heldSnapshot(for: fault.objectID, maximumAge: maximumAge) { held[fault.objectID] = snapshot }
+        }
+        if held.count == faults.count { return ViewedSnapshots(snapshots: held) }
+        var viewed = try parentStore.snapshots(
+            for: faults.map(\.objectID).filter { held[$0] == nil }, maximumAge: maximumAge, leasing: true, requester: storeRequester)
+        viewed.snapshots.merge(held) { read, _ in read }
+        return viewed
     }
 
     /// Gives a fault its values. With `holdsRowCache`, the object keeps a reference on its row in

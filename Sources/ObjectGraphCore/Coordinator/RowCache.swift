@@ -7,11 +7,18 @@ import Synchronization
 /// Entries are reference-counted by the contexts that use them (an object holding the row's data,
 /// or a context that fetched the row's ID with its values) and dropped when none does, so memory
 /// follows what contexts hold.
+///
+/// A row another coordinator or a batch request changed is evicted: nobody reads it from the cache
+/// any more. But one that is referenced stays, marked stale, for its holders alone: an object a
+/// fetch returned as a fault fills itself from the snapshot the fetch read (``heldSnapshot(for:maximumAge:)``),
+/// as in Core Data, rather than going back to the store from an accessor that cannot throw.
 final class RowCache: Sendable {
     struct Entry {
         var snapshot: Snapshot
         var references: Int
         var timestamp: Double
+        /// Evicted while referenced: kept for its holders only, until a newer read or save replaces it.
+        var isStale = false
     }
 
     private let entries = Protected<[ManagedObjectID: Entry]>([:])
@@ -37,9 +44,11 @@ final class RowCache: Sendable {
             for row in rows {
                 guard let snapshot = row.snapshot else { continue }
                 if var entry = entries[row.id] {
-                    if snapshot.version >= entry.snapshot.version {
+                    // A stale entry's row was read again after its eviction (else `mark` stopped it).
+                    if entry.isStale || snapshot.version >= entry.snapshot.version {
                         entry.snapshot = snapshot
                         entry.timestamp = now
+                        entry.isStale = false
                     }
                     if retain { entry.references += 1 }
                     entries[row.id] = entry
@@ -55,13 +64,26 @@ final class RowCache: Sendable {
     func retainSnapshot(for id: ManagedObjectID, maximumAge: Double? = nil) -> Snapshot? {
         let now = Date.timeIntervalSinceReferenceDate
         let snapshot: Snapshot? = entries.withLock { entries in
-            guard var entry = entries[id] else { return nil }
+            guard var entry = entries[id], !entry.isStale else { return nil }
             if let maximumAge, now - entry.timestamp > maximumAge { return nil }
             entry.references += 1
             entries[id] = entry
             return entry.snapshot
         }
         if snapshot == nil { misses.add(1, ordering: .relaxed) } else { hits.add(1, ordering: .relaxed) }
+        return snapshot
+    }
+
+    /// The snapshot of a row the caller already holds a reference on (an object fetched as a
+    /// fault), stale or not, no older than `maximumAge` seconds (nil: any age); no reference is taken.
+    func heldSnapshot(for id: ManagedObjectID, maximumAge: Double?) -> Snapshot? {
+        let now = Date.timeIntervalSinceReferenceDate
+        let snapshot: Snapshot? = entries.withLock { entries in
+            guard let entry = entries[id], entry.references > 0 else { return nil }
+            if let maximumAge, now - entry.timestamp > maximumAge { return nil }
+            return entry.snapshot
+        }
+        if snapshot != nil { hits.add(1, ordering: .relaxed) }
         return snapshot
     }
 
@@ -92,6 +114,7 @@ final class RowCache: Sendable {
                 if var entry = entries[id] {
                     entry.snapshot = snapshot
                     entry.timestamp = now
+                    entry.isStale = false
                     entries[id] = entry
                 }
             }
@@ -99,14 +122,25 @@ final class RowCache: Sendable {
         }
     }
 
-    /// Drops rows a write without snapshots (a batch request) changed, once it is committed; reads
-    /// that started before cache nothing they read.
+    /// Drops rows a write without snapshots (a batch request, another coordinator's commit)
+    /// changed, once it is committed: a referenced row stays for its holders only, marked stale.
+    /// Reads that started before cache nothing they read.
     func evict(_ ids: [ManagedObjectID], _ more: [ManagedObjectID] = []) {
         entries.withLock { entries in
             evictions.add(1, ordering: .releasing)
             if entries.isEmpty { return }  // a batch request's 10,000 IDs, hashed for nothing
-            for id in ids { entries[id] = nil }
-            for id in more { entries[id] = nil }
+            for id in ids { Self.evict(id, from: &entries) }
+            for id in more { Self.evict(id, from: &entries) }
+        }
+    }
+
+    private static func evict(_ id: ManagedObjectID, from entries: inout [ManagedObjectID: Entry]) {
+        guard var entry = entries[id] else { return }
+        if entry.references > 0 {
+            entry.isStale = true
+            entries[id] = entry
+        } else {
+            entries[id] = nil
         }
     }
 
@@ -116,9 +150,17 @@ final class RowCache: Sendable {
         let root = entity.rootEntity
         entries.withLock { entries in
             evictions.add(1, ordering: .releasing)
-            entries = entries.filter { id, _ in !(id.entity.rootEntity === root && id.persistentStore === store) }
+            let evicted = entries.keys.filter { $0.entity.rootEntity === root && $0.persistentStore === store }
+            for id in evicted { Self.evict(id, from: &entries) }
         }
     }
 
-    func removeAll() { entries.withLock { $0.removeAll() } }
+    /// Evicts every row, as ``evict(_:_:)`` does: for commits that may have changed any row (another
+    /// process's, unnamed by history or a purged change log).
+    func evictAll() {
+        entries.withLock { entries in
+            evictions.add(1, ordering: .releasing)
+            for id in Array(entries.keys) { Self.evict(id, from: &entries) }
+        }
+    }
 }

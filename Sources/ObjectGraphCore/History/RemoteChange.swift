@@ -122,7 +122,7 @@ extension PersistentStoreCoordinator {
         let foreign = (transactions ?? []).filter { !own.contains($0.transactionNumber) }
         // A commit that cannot be named row by row — a store without history, or history purged
         // before it was read (the watcher reports no transaction) — may have changed any row.
-        if transactions?.isEmpty ?? true { rowCache.removeAll() }
+        if transactions?.isEmpty ?? true { rowCache.evictAll() }
         absorb(foreign.compactMap { ManagedObjectContext.SaveChanges($0.objectIDNotification()) }, merging: merging)
         post(changes)
     }
@@ -168,7 +168,7 @@ extension PersistentStoreCoordinator {
             guard let self else { return }
             guard let entries else {
                 // Commits the log no longer names: any row may have changed.
-                self.rowCache.removeAll()
+                self.rowCache.evictAll()
                 self.post([RemoteChange(storeUUID: identifier, storeURL: url, historyToken: nil)])
                 return
             }

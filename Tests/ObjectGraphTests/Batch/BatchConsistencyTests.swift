@@ -84,6 +84,35 @@ struct BatchConsistencyTests {
         #expect(held[0].value(forKey: "age") as? Int64 == 20)
     }
 
+    /// An object a fetch returned as a fault holds the row the fetch read: once a batch request has
+    /// changed the row (evicting it from the row cache), the fault still fills from that snapshot, as
+    /// in Core Data, and does not go back to the store from an accessor (which cannot throw, and
+    /// stops the program when the store fails: a PostgreSQL server restarting). Everyone else reads
+    /// the new row, and so does the holder once it refreshes the object.
+    @Test(arguments: StoreKind.everyStore)
+    func aFaultAFetchReturnedFillsFromTheRowTheFetchRead(_ kind: StoreKind) throws {
+        let stack = try TestStack(kind)
+        let writer = stack.context("writer")
+        let note = writer.insert("Note", ["title": "a", "rank": Int64(1)])
+        try writer.save()
+        let holder = stack.context("holder")
+        let held = try #require(try holder.fetch(FetchRequest<ManagedObject>(entityName: "Note")).first)
+        #expect(held.isFault)
+
+        let update = BatchUpdateRequest(entityName: "Note")
+        update.propertiesToUpdate = ["rank": Int64(2)]
+        try writer.execute(update)
+        let statements = stack.coordinator.statistics.sqlStatements
+        #expect(held.value(forKey: "rank") as? Int64 == 1)
+        #expect(stack.coordinator.statistics.sqlStatements == statements, "the fault read the store")
+
+        #expect(try stack.context("reader").existingObject(with: note.objectID).value(forKey: "rank") as? Int64 == 2)
+        let again = stack.context("fetching again")
+        #expect(try again.fetch(FetchRequest<ManagedObject>(entityName: "Note")).first?.value(forKey: "rank") as? Int64 == 2)
+        holder.refresh(held, mergeChanges: false)
+        #expect(held.value(forKey: "rank") as? Int64 == 2)
+    }
+
     @Test(arguments: StoreKind.everyStore)
     func aReadThatStartedBeforeABatchRequestCachesNothingItRead(_ kind: StoreKind) throws {
         let stack = try TestStack(kind)
