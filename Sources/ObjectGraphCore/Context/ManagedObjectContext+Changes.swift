@@ -122,6 +122,7 @@ extension ManagedObjectContext {
     /// nil): reading it stops the program, so fetch again, or resolve its ID.
     public func reset() {
         assertOnQueue("reset()")
+        advanceQueryGeneration()
         let objects = forgetAllObjects()
         NotificationCenter.default.post(name: Self.objectsDidChangeNotification, object: self, userInfo: [
             NotificationKey.invalidatedAllObjects.rawValue: Set(objects),
@@ -135,14 +136,14 @@ extension ManagedObjectContext {
     /// for as long as the program runs, through the references between them.
     func discardAfterTask() {
         assertOnQueue("discarding a background task's context")
+        queryGeneration.pinned = nil  // released, where reset() would pin the current generation
         _ = forgetAllObjects()
     }
 
-    /// What ``reset()`` does but tell: every object forgotten (the ones the program still holds
+    /// What ``reset()`` does but tell and move its query generation: every object forgotten (the ones the program still holds
     /// become faults without a context), every change discarded; returns the objects that were
     /// registered.
     private func forgetAllObjects() -> [ManagedObject] {
-        advanceQueryGeneration()
         let objects = liveObjects
         var held: [ManagedObjectID] = pinnedRows
         for object in objects {
