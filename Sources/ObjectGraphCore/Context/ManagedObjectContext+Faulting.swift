@@ -57,15 +57,12 @@ extension ManagedObjectContext {
     /// So a fault its fetch read the row of never goes back to the store.
     private func readSnapshots(_ faults: [ManagedObject]) throws -> ViewedSnapshots {
         let maximumAge = stalenessInterval >= 0 ? stalenessInterval : nil
-        guard parent == nil, queryGeneration.pinned == nil, let cache = persistentStoreCoordinator?.rowCache,
+        guard parent == nil, queryGeneration.pinned == nil, let coordinator = persistentStoreCoordinator,
               faults.contains(where: { $0.state.holdsRowCache })
         else {
             return try parentStore.snapshots(for: faults.map(\.objectID), maximumAge: maximumAge, leasing: true, requester: storeRequester)
         }
-        var held: [ManagedObjectID: Snapshot] = [:]
-        for fault in faults where fault.state.holdsRowCache {
-            if let snapshot = cache.heldSnapshot(for: fault.objectID, maximumAge: maximumAge) { held[fault.objectID] = snapshot }
-        }
+        let held = coordinator.heldSnapshots(for: faults.filter(\.state.holdsRowCache).map(\.objectID), maximumAge: maximumAge)
         if held.count == faults.count { return ViewedSnapshots(snapshots: held) }
         var viewed = try parentStore.snapshots(
             for: faults.map(\.objectID).filter { held[$0] == nil }, maximumAge: maximumAge, leasing: true, requester: storeRequester)

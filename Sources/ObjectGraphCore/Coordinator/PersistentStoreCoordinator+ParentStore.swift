@@ -44,6 +44,18 @@ extension PersistentStoreCoordinator: ParentStore {
         return result
     }
 
+    /// The snapshots of rows a root context's faults already hold references on (fetched as
+    /// faults), stale or not, no older than `maximumAge` (see ``RowCache/heldSnapshot(for:maximumAge:)``);
+    /// counted as row-cache hits, as ``snapshots(for:maximumAge:leasing:requester:)`` counts them.
+    func heldSnapshots(for ids: [ManagedObjectID], maximumAge: Double?) -> [ManagedObjectID: Snapshot] {
+        var held: [ManagedObjectID: Snapshot] = [:]
+        for id in ids {
+            if let snapshot = rowCache.heldSnapshot(for: id, maximumAge: maximumAge) { held[id] = snapshot }
+        }
+        if !held.isEmpty, let metrics = instrumentation.metrics { metrics.rowCacheHits.increment(by: held.count) }
+        return held
+    }
+
     func destinations(of relationship: RelationshipDescription, for sources: [ManagedObjectID], requester: StoreRequester) throws
         -> [ManagedObjectID: [ManagedObjectID]] {
         try requester.reading { try destinations(of: relationship, for: sources.filter { !$0.isTemporaryID }) }
