@@ -135,13 +135,15 @@ final class RowCache: Sendable {
     }
 
     private static func evict(_ id: ManagedObjectID, from entries: inout [ManagedObjectID: Entry]) {
-        guard var entry = entries[id] else { return }
-        if entry.references > 0 {
-            entry.isStale = true
-            entries[id] = entry
-        } else {
-            entries[id] = nil
-        }
+        if let entry = entries[id] { entries[id] = evicted(entry) }
+    }
+
+    /// An entry once evicted: kept stale while referenced, gone otherwise.
+    private static func evicted(_ entry: Entry) -> Entry? {
+        guard entry.references > 0 else { return nil }
+        var entry = entry
+        entry.isStale = true
+        return entry
     }
 
     /// Drops every cached row of an entity tree in one store: what a batch request that changed rows
@@ -160,7 +162,7 @@ final class RowCache: Sendable {
     func evictAll() {
         entries.withLock { entries in
             evictions.add(1, ordering: .releasing)
-            for id in Array(entries.keys) { Self.evict(id, from: &entries) }
+            entries = entries.compactMapValues(Self.evicted)
         }
     }
 }
