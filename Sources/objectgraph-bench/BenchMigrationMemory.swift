@@ -90,14 +90,13 @@ struct BenchMigrationMemory: ParsableCommand {
         let context = ManagedObjectContext(concurrencyType: .privateQueue)
         context.persistentStoreCoordinator = coordinator
         try context.performAndWait {
-            var groups: [ManagedObjectID] = []
-            for g in 0..<Self.groups {
+            let inserted = (0..<Self.groups).map { g in
                 let group = context.insertNewObject(forEntityName: "Group")
                 group.setValue("group \(g)", forKey: "name")
-                try context.obtainPermanentIDs(for: [group])
-                groups.append(group.objectID)
+                return group
             }
             try context.save()
+            let groups = inserted.map(\.objectID)  // permanent once saved
             context.reset()
             for i in 0..<rows {
                 let item = context.insertNewObject(forEntityName: "Item")
