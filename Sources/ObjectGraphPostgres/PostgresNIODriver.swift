@@ -254,6 +254,29 @@ final class PostgresNIODriver: PostgresDriver, Sendable {
         return result
     }
 
+    func readOneStatement<T>(_ body: (any PostgresSession) throws -> T) throws -> T {
+        var retried = false
+        while true {
+            let connection = try checkOut()
+            let session = OneStatementSession(Session(connection: connection, logger: logger))
+            do {
+                let result = try body(session)
+                checkIn(connection, usable: true)
+                return result
+            } catch let error as PostgresDriverError where error.kind == .connection {
+                checkIn(connection, usable: false)
+                // An idle connection the server closed (a restart) that did not look closed yet:
+                // a read changes nothing, so it runs again, once, on a new connection.
+                if retried { throw error }
+                retried = true
+            } catch {
+                // Outside a transaction, a statement's error leaves the connection as it was.
+                checkIn(connection, usable: true)
+                throw error
+            }
+        }
+    }
+
     func listen(
         channel: String, handler: @escaping @Sendable (String) -> Void, reconnected: @escaping @Sendable () -> Void
     ) throws -> any PostgresListener {
@@ -312,6 +335,36 @@ final class PostgresNIODriver: PostgresDriver, Sendable {
             return PostgresDriverError(kind: .connection, message: "\(error)")
         }
         return PostgresDriverError(kind: .other, message: "\(error)")
+    }
+}
+
+/// The one statement of a read outside a transaction (``PostgresNIODriver/readOneStatement(_:)``).
+private final class OneStatementSession: PostgresSession {
+    private let session: Session
+    private var ran = false
+
+    init(_ session: Session) { self.session = session }
+
+    private func starting(_ sql: String) {
+        precondition(
+            !ran,
+            "PostgresNIODriver.readOneStatement: the read ran a second statement (\(sql.prefix(80))); a read of several statements runs in a transaction")
+        ran = true
+    }
+
+    func query(_ sql: String, _ parameters: [PostgresValue]) throws -> [[PostgresValue]] {
+        starting(sql)
+        return try session.query(sql, parameters)
+    }
+
+    func execute(_ sql: String, _ parameters: [PostgresValue]) throws -> Int {
+        starting(sql)
+        return try session.execute(sql, parameters)
+    }
+
+    func forEachRow(_ sql: String, _ parameters: [PostgresValue], _ body: ([PostgresValue]) throws -> Void) throws {
+        starting(sql)
+        try session.forEachRow(sql, parameters, body)
     }
 }
 

@@ -155,6 +155,30 @@ struct PostgresDriverTests {
         #expect(try driver.transaction(isolation: .readCommitted, readOnly: true) { try $0.query("SELECT count(*) FROM t", []) } == [[.int(3)]])
     }
 
+    /// A read of one statement runs outside a transaction (in the server's default isolation, not
+    /// a transaction's), and on a connection the server ended while it sat in the pool, runs again
+    /// on a new one.
+    @Test func aReadOfOneStatementRunsOutsideATransactionAndOutlivesAnEndedConnection() throws {
+        let (server, url) = try database()
+        let driver = try connect(url, connections: 1)
+        defer { driver.close() }
+        let isolation = "SELECT current_setting('transaction_isolation')"
+        #expect(try driver.transaction(isolation: .repeatableRead, readOnly: true) { try $0.query(isolation, []) } == [[.text("repeatable read")]])
+        #expect(try driver.readOneStatement { try $0.query(isolation, []) } == [[.text("read committed")]])
+        // A refused statement leaves the connection usable.
+        #expect(throws: PostgresDriverError.self) { try driver.readOneStatement { try $0.query("SELECT 1/0", []) } }
+        let pid = try driver.readOneStatement { try $0.query("SELECT pg_backend_pid()", []) }
+        #expect(try driver.readOneStatement { try $0.query("SELECT pg_backend_pid()", []) } == pid)
+
+        guard case .int(let backend)? = pid.first?.first else {
+            Issue.record("pg_backend_pid() returned \(pid)")
+            return
+        }
+        try server.psql("SELECT pg_terminate_backend(\(backend))")
+        #expect(try driver.readOneStatement { try $0.query("SELECT 41 + 1", []) } == [[.int(42)]])
+        #expect(try driver.readOneStatement { try $0.query("SELECT pg_backend_pid()", []) } != pid)
+    }
+
     @Test func serverErrorsKeepTheirStateAndConstraint() throws {
         let (_, url) = try database()
         let driver = try connect(url)

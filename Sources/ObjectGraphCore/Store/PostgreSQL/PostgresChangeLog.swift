@@ -214,7 +214,7 @@ final class PostgresChangeListener: RemoteChangeWatcher, @unchecked Sendable {  
                 channel: PostgresChangeLog.channel(forStore: backend.identifier),
                 handler: { [weak self] _ in self?.schedule() }, reconnected: { [weak self] in self?.schedule() })
             // Listening first: a commit after this read is announced to this listener.
-            last = try backend.read("reading the change log") { session in try PostgresChangeLog.lastNumber(backend: backend, session: session) }
+            last = try backend.read("reading the change log", oneStatement: true) { session in try PostgresChangeLog.lastNumber(backend: backend, session: session) }
         } catch let error as PostgresDriverError {
             listener?.cancel()
             throw backend.translate(error, while: "listening for changes")
@@ -239,7 +239,7 @@ final class PostgresChangeListener: RemoteChangeWatcher, @unchecked Sendable {  
         while !stopped.withLock({ $0 }) {
             let entries: [PostgresChangeLog.Entry]?
             do {
-                entries = try backend.read("reading the change log") { session in
+                entries = try backend.read("reading the change log", oneStatement: true) { session in
                     try PostgresChangeLog.entries(after: last, limit: 1000, backend: backend, store: store, session: session)
                 }
             } catch {
@@ -248,7 +248,7 @@ final class PostgresChangeListener: RemoteChangeWatcher, @unchecked Sendable {  
             }
             guard let entries else {
                 // Purged past the last row reported: start again from the end, and say something changed.
-                guard let end = try? backend.read("reading the change log", { try PostgresChangeLog.lastNumber(backend: backend, session: $0) }) else {
+                guard let end = try? backend.read("reading the change log", oneStatement: true, { try PostgresChangeLog.lastNumber(backend: backend, session: $0) }) else {
                     schedule(after: 0.5)
                     return
                 }

@@ -132,6 +132,11 @@ package protocol PostgresDriver: AnyObject, Sendable {
     /// COMMIT throws an error whose ``PostgresDriverError/commitInDoubt`` is true.
     @discardableResult
     func transaction<T>(isolation: PostgresIsolation, readOnly: Bool, _ body: (any PostgresSession) throws -> T) throws -> T
+    /// Runs `body`, which reads with one statement, on one connection outside a transaction. One
+    /// statement reads one snapshot, inside a transaction or not; without one, it is spared the
+    /// BEGIN and the COMMIT, two of a read's three round trips. A second statement in `body` is a
+    /// programmer error: reads of several statements run in a ``transaction(isolation:readOnly:_:)``.
+    func readOneStatement<T>(_ body: (any PostgresSession) throws -> T) throws -> T
     /// Listens on a channel with a connection of its own: `handler` gets each notification's
     /// payload, and `reconnected` is called each time the connection was lost and made again
     /// (notifications sent in between are lost: the listener catches up by other means).
@@ -144,6 +149,13 @@ package protocol PostgresDriver: AnyObject, Sendable {
     func exportSnapshot() throws -> any PostgresExportedSnapshot
     /// Closes every connection; later calls throw.
     func close()
+}
+
+extension PostgresDriver {
+    /// A `REPEATABLE READ` read-only transaction, for drivers without reads outside one.
+    package func readOneStatement<T>(_ body: (any PostgresSession) throws -> T) throws -> T {
+        try transaction(isolation: .repeatableRead, readOnly: true, body)
+    }
 }
 
 /// A snapshot a transaction of its own keeps open (``PostgresDriver/exportSnapshot()``).

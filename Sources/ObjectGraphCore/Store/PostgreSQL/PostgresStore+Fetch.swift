@@ -203,14 +203,27 @@ extension PostgresStore {
 
     func fetch(_ request: StoreFetchRequest, store: PersistentStore) throws -> [StoreRow] {
         guard let layout = layouts[request.entity.rootEntity.entityCode] else { return [] }
-        return try read("fetching \(request.entity.name)") { session in try fetch(request, layout: layout, store: store, session: session) }
+        let plan = try fetchPlan(request, layout: layout, store: store)
+        // Answered whole by PostgreSQL, a fetch is one statement.
+        return try read("fetching \(request.entity.name)", oneStatement: !plan.sortsInMemory) { session in
+            try fetch(request, plan: plan, layout: layout, store: store, session: session)
+        }
     }
 
     func fetch(_ request: StoreFetchRequest, layout: TableLayout, store: PersistentStore, session: any PostgresSession) throws -> [StoreRow] {
-        // Keys only, unless values are wanted or memory has to evaluate or sort the rows.
+        try fetch(request, plan: try fetchPlan(request, layout: layout, store: store), layout: layout, store: store, session: session)
+    }
+
+    /// The plan of a fetch: of the rows' keys only, unless values are wanted or memory has to
+    /// evaluate or sort the rows.
+    private func fetchPlan(_ request: StoreFetchRequest, layout: TableLayout, store: PersistentStore) throws -> Plan {
         let keys = "t0.\"Z_PK\", t0.\"Z_ENT\", t0.\"Z_OPT\""
-        var plan = try self.plan(request, columns: request.includesPropertyValues ? layout.selectList : keys, store: store)
-        if plan.sortsInMemory && !request.includesPropertyValues { plan = try self.plan(request, columns: layout.selectList, store: store) }
+        let plan = try self.plan(request, columns: request.includesPropertyValues ? layout.selectList : keys, store: store)
+        if plan.sortsInMemory && !request.includesPropertyValues { return try self.plan(request, columns: layout.selectList, store: store) }
+        return plan
+    }
+
+    private func fetch(_ request: StoreFetchRequest, plan: Plan, layout: TableLayout, store: PersistentStore, session: any PostgresSession) throws -> [StoreRow] {
         let view = PostgresReadView(backend: self, session: session, store: store)
         if let split = plan.split {
             // The rows whose text is ASCII, answered whole in SQL, and the others, evaluated here.
@@ -266,7 +279,7 @@ extension PostgresStore {
         var request = request
         request.includesPropertyValues = false
         let plan = try self.plan(request, columns: "t0.\"Z_PK\", t0.\"Z_ENT\"", store: store)
-        return try read("fetching \(request.entity.name) keys") { session in
+        return try read("fetching \(request.entity.name) keys", oneStatement: !plan.sortsInMemory) { session in
             guard !plan.sortsInMemory else { return StoreRow.keys(of: try fetch(request, layout: layout, store: store, session: session)) }
             count()
             var keys: [Int64] = [], codes: [Int32] = []
@@ -307,7 +320,7 @@ extension PostgresStore {
         if request.fetchLimit > 0 { sql += " LIMIT \(request.fetchLimit)" }
         if request.fetchOffset > 0 { sql += " OFFSET \(request.fetchOffset)" }
         sql += ") AS counted"
-        return try read("counting \(request.entity.name)") { session in
+        return try read("counting \(request.entity.name)", oneStatement: true) { session in
             count()
             rowsRead.add(1)
             return Int(try session.query(sql, plan.parameters).first?.first?.integer ?? 0)
@@ -316,14 +329,24 @@ extension PostgresStore {
 
     func snapshots(for ids: [ManagedObjectID], store: PersistentStore) throws -> [ManagedObjectID: Snapshot] {
         if ids.isEmpty { return [:] }
-        return try read("reading objects") { session in try readSnapshots(ids, store: store, session: session) }
+        let chunks = TableLayout.chunks(of: ids, in: layouts, size: TableLayout.keysPerStatement)
+        return try read("reading objects", oneStatement: chunks.count == 1) { session in
+            try readSnapshots(chunks, count: ids.count, store: store, session: session)
+        }
     }
 
     /// Reads rows by ID, in the caller's transaction.
     func readSnapshots(_ ids: [ManagedObjectID], store: PersistentStore, session: any PostgresSession) throws -> [ManagedObjectID: Snapshot] {
+        try readSnapshots(TableLayout.chunks(of: ids, in: layouts, size: TableLayout.keysPerStatement), count: ids.count, store: store, session: session)
+    }
+
+    /// Reads rows by key, a statement a chunk.
+    private func readSnapshots(
+        _ chunks: [(layout: TableLayout, keys: ArraySlice<Int64>)], count ids: Int, store: PersistentStore, session: any PostgresSession
+    ) throws -> [ManagedObjectID: Snapshot] {
         var result: [ManagedObjectID: Snapshot] = [:]
-        result.reserveCapacity(ids.count)
-        for (layout, chunk) in TableLayout.chunks(of: ids, in: layouts, size: TableLayout.keysPerStatement) {
+        result.reserveCapacity(ids)
+        for (layout, chunk) in chunks {
             count()
             for row in try session.query(layout.rowsQuery(count: chunk.count, dialect: .postgres), chunk.map { .int($0) }) {
                 if let storeRow = layout.read(row, store: store), let snapshot = storeRow.snapshot { result[storeRow.id] = snapshot }
@@ -335,7 +358,8 @@ extension PostgresStore {
     func destinations(of relationship: RelationshipDescription, for sources: [ManagedObjectID], store: PersistentStore) throws
         -> [ManagedObjectID: [ManagedObjectID]]
     {
-        try read("reading \(relationship.entity?.name ?? "").\(relationship.name)") { session in
+        // Up to a statement's worth of sources, one statement.
+        try read("reading \(relationship.entity?.name ?? "").\(relationship.name)", oneStatement: sources.count <= TableLayout.keysPerStatement) { session in
             try readDestinations(of: relationship, for: sources, store: store, session: session)
         }
     }

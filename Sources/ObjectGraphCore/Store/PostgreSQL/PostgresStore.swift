@@ -125,7 +125,11 @@ final class PostgresStore: StoreBackend {
 
     /// A read in one `REPEATABLE READ` read-only transaction: of the snapshot of the query
     /// generation the reading context is pinned to, if any, and of the latest commits otherwise.
-    func read<T>(_ doing: String, _ body: (any PostgresSession) throws -> T) throws -> T {
+    ///
+    /// - Parameter oneStatement: true when `body` runs exactly one statement: unless the context
+    ///   is pinned, it runs outside a transaction, which reads the same snapshot (a statement's
+    ///   own) without a BEGIN and a COMMIT.
+    func read<T>(_ doing: String, oneStatement: Bool = false, _ body: (any PostgresSession) throws -> T) throws -> T {
         do {
             if let pinned = QueryGeneration.pinnedVersion(of: self, as: PinnedSnapshot.self) {
                 let id = pinned.content.snapshot.id.replacingOccurrences(of: "'", with: "''")
@@ -134,6 +138,7 @@ final class PostgresStore: StoreBackend {
                     return try body(session)
                 }
             }
+            if oneStatement { return try driver.readOneStatement(body) }
             return try driver.transaction(isolation: .repeatableRead, readOnly: true, body)
         } catch let error as PostgresDriverError {
             throw translate(error, while: doing)
