@@ -18,6 +18,18 @@ enum StoreUniqueness {
         return false
     }
 
+    /// Whether an update of `object` writes a property of one of its entity's uniqueness
+    /// constraints: an update that writes none cannot make a unique index refuse the row.
+    static func changesConstrainedValues(_ object: SavedObject) -> Bool {
+        var names: Set<String> = []
+        var current: EntityDescription? = object.entity
+        while let e = current {
+            for constraint in e.uniquenessConstraints { names.formUnion(constraint) }
+            current = e.superentity
+        }
+        return !names.isEmpty && object.changedIndices.contains { names.contains(object.entity.properties[$0].name) }
+    }
+
     /// The constrained attributes that updated objects change, when more than one object of the
     /// save has values for a uniqueness constraint (a lone object cannot collide with itself).
     static func valuesToRelease(in request: StoreSaveRequest) -> [(object: SavedObject, attributes: [AttributeDescription])] {

@@ -31,12 +31,21 @@ struct PostgresSaveSession: RelationalSession {
         }
     }
 
-    /// For an entity with uniqueness constraints the statement runs in a savepoint: a unique index
-    /// that refuses the row is reported as the save's own check reports it, not as the server's
-    /// error, which would end the transaction.
-    func write(_ sql: String, _ arguments: [SQLArgument], entity: EntityDescription, constrained: Bool, reportRefusal: () throws -> Void) throws -> Int64? {
+    /// A row a unique index may refuse is written so that the refusal does not end the
+    /// transaction with the server's error, and is reported as the save's own check reports it:
+    /// an INSERT with `ON CONFLICT DO NOTHING`, which writes no row instead; an UPDATE in a
+    /// savepoint, rolled back to when the index refuses it.
+    func write(
+        _ sql: String, _ arguments: [SQLArgument], entity: EntityDescription, inserting: Bool, constrained: Bool, reportRefusal: () throws -> Void
+    ) throws -> Int64? {
         let parameters = try parameters(arguments, entity: entity)
         guard constrained else { return try session.query(sql, parameters).first?.first?.integer }
+        if inserting {
+            if try session.execute(sql + " ON CONFLICT DO NOTHING", parameters) == 1 { return nil }
+            try reportRefusal()
+            throw PostgresDriverError(
+                kind: .server, sqlState: "23505", message: "a unique index of \(store.table(for: entity)) refused a row of \(entity.name)")
+        }
         try session.execute("SAVEPOINT og_unique", [])
         do {
             let rows = try session.query(sql, parameters)

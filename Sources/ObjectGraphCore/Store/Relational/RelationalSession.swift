@@ -35,12 +35,15 @@ protocol RelationalSession {
     /// entity numbers); a NULL second column reads as nil.
     func integerPairs(_ sql: String, _ arguments: [SQLArgument], entity: EntityDescription?) throws -> [(Int64, Int64?)]
 
-    /// Runs an object's INSERT or UPDATE and returns the first column of the row it returns, if
-    /// any (an update's new version, where the dialect returns it). When a unique index refuses the
-    /// row, `reportRefusal` runs (it throws the save's own constraint conflict, naming the other
-    /// object), and otherwise the refusal is thrown; `constrained` says whether the object's entity
-    /// has uniqueness constraints at all.
-    func write(_ sql: String, _ arguments: [SQLArgument], entity: EntityDescription, constrained: Bool, reportRefusal: () throws -> Void) throws -> Int64?
+    /// Runs an object's INSERT (`inserting`, a statement without RETURNING) or UPDATE and returns
+    /// the first column of the row it returns, if any (an update's new version, where the dialect
+    /// returns it). When a unique index refuses the row, `reportRefusal` runs (it throws the save's
+    /// own constraint conflict, naming the other object), and otherwise the refusal is thrown;
+    /// `constrained` says whether a unique index can refuse the row at all (the entity has
+    /// uniqueness constraints, and an update writes one of their properties).
+    func write(
+        _ sql: String, _ arguments: [SQLArgument], entity: EntityDescription, inserting: Bool, constrained: Bool, reportRefusal: () throws -> Void
+    ) throws -> Int64?
 
     /// The rows of `ids`, as snapshots (missing rows are absent).
     func snapshots(_ ids: [ManagedObjectID]) throws -> [ManagedObjectID: Snapshot]

@@ -148,7 +148,7 @@ extension SavePlan {
                 if let relationship = property as? RelationshipDescription { appendToOne(value, relationship, to: &arguments) }
             }
             session.count(1)
-            _ = try session.write(layout.insertSQL, arguments, entity: object.entity, constrained: StoreUniqueness.isConstrained(object.entity)) {
+            _ = try session.write(layout.insertSQL, arguments, entity: object.entity, inserting: true, constrained: StoreUniqueness.isConstrained(object.entity)) {
                 try checkUniqueness(StoreSaveRequest(inserted: [object]))
             }
             for attribute in object.entity.attributes where attribute.isTransient { values[attribute.index] = .null }
@@ -179,7 +179,7 @@ extension SavePlan {
             session.count(1)
             var sql = "UPDATE \(table.table) SET \(assignments.joined(separator: ", ")) WHERE \(k("Z_PK")) = \(dialect.placeholder(arguments.count))"
             if dialect.returnsUpdatedVersion { sql += " RETURNING \(k("Z_OPT"))" }
-            let returned = try session.write(sql, arguments, entity: object.entity, constrained: StoreUniqueness.isConstrained(object.entity)) {
+            let returned = try session.write(sql, arguments, entity: object.entity, inserting: false, constrained: StoreUniqueness.changesConstrainedValues(object)) {
                 try checkUniqueness(StoreSaveRequest(updated: [object]))
             }
             for attribute in object.entity.attributes where attribute.isTransient { values[attribute.index] = .null }

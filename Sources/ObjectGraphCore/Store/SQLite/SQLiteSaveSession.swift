@@ -48,7 +48,9 @@ struct SQLiteSaveSession: RelationalSession {
 
     /// A store Core Data wrote enforces its uniqueness constraints with UNIQUE indexes, which refuse
     /// a row before the save's own check runs: the refusal is reported as that check reports it.
-    func write(_ sql: String, _ arguments: [SQLArgument], entity: EntityDescription, constrained: Bool, reportRefusal: () throws -> Void) throws -> Int64? {
+    func write(
+        _ sql: String, _ arguments: [SQLArgument], entity: EntityDescription, inserting: Bool, constrained: Bool, reportRefusal: () throws -> Void
+    ) throws -> Int64? {
         do {
             try store.step(try prepared(sql, arguments), db)
         } catch let error as DatabaseError where error.resultCode.primaryResultCode == .SQLITE_CONSTRAINT {
