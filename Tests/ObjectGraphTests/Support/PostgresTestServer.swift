@@ -96,10 +96,12 @@ final class PostgresTestServer: Sendable {
         try run("/bin/sh", ["-c", script])
     }
 
-    /// Starts (or starts again) the server of a cluster the tests made.
+    /// Starts (or starts again) the server of a cluster the tests made. The shared server is used
+    /// by every PostgreSQL suite at once, each coordinator with a pool and a listener of its own:
+    /// under ThreadSanitizer, where the suites overlap longer, 200 connections ran out.
     func startServer() throws {
         guard let data = dataDirectory else { return }
-        let options = "-p \(port) -c listen_addresses=127.0.0.1 -k \(data.deletingLastPathComponent().path) -c fsync=off -c max_connections=200"
+        let options = "-p \(port) -c listen_addresses=127.0.0.1 -k \(data.deletingLastPathComponent().path) -c fsync=off -c max_connections=500"
         try Self.asServerUser(
             try Self.program("pg_ctl"),
             ["-D", data.path, "-o", options, "-l", data.deletingLastPathComponent().appendingPathComponent("log").path, "-w", "start"])
