@@ -18,16 +18,18 @@ enum StoreUniqueness {
         return false
     }
 
-    /// Whether an update of `object` writes a property of one of its entity's uniqueness
+    /// Whether an update of `object` writes an attribute of one of its entity's uniqueness
     /// constraints: an update that writes none cannot make a unique index refuse the row.
     static func changesConstrainedValues(_ object: SavedObject) -> Bool {
-        var names: Set<String> = []
-        var current: EntityDescription? = object.entity
-        while let e = current {
-            for constraint in e.uniquenessConstraints { names.formUnion(constraint) }
-            current = e.superentity
+        isConstrained(object.entity) && !constrainedAttributes(changedBy: object).isEmpty
+    }
+
+    /// The attributes of `object`'s uniqueness constraints that an update of it changes (all of
+    /// them when it names no changed properties).
+    private static func constrainedAttributes(changedBy object: SavedObject) -> [AttributeDescription] {
+        RelationalLayout.uniquenessConstraints(of: object.entity).flatMap(\.2).filter { attribute in
+            !attribute.isTransient && (object.changedIndices.isEmpty || object.changedIndices.contains(attribute.index))
         }
-        return !names.isEmpty && object.changedIndices.contains { names.contains(object.entity.properties[$0].name) }
     }
 
     /// The constrained attributes that updated objects change, when more than one object of the
@@ -35,12 +37,7 @@ enum StoreUniqueness {
     static func valuesToRelease(in request: StoreSaveRequest) -> [(object: SavedObject, attributes: [AttributeDescription])] {
         // Most saves touch no constraint: decided without building anything.
         guard request.updated.contains(where: { isConstrained($0.entity) }), request.updated.count + request.inserted.count > 1 else { return [] }
-        func touched(_ object: SavedObject) -> [AttributeDescription] {
-            RelationalLayout.uniquenessConstraints(of: object.entity).flatMap(\.2).filter { attribute in
-                !attribute.isTransient && (object.changedIndices.isEmpty || object.changedIndices.contains(attribute.index))
-            }
-        }
-        let updates = request.updated.filter { isConstrained($0.entity) }.map { ($0, touched($0)) }.filter { !$0.1.isEmpty }
+        let updates = request.updated.filter { isConstrained($0.entity) }.map { ($0, constrainedAttributes(changedBy: $0)) }.filter { !$0.1.isEmpty }
         let inserts = request.inserted.count(where: { isConstrained($0.entity) })
         guard !updates.isEmpty, updates.count + inserts > 1 else { return [] }
         return updates.map { (object: $0.0, attributes: $0.1) }
