@@ -175,7 +175,7 @@ final class PostgresNIODriver: PostgresDriver, Sendable {
                 connecting.whenSuccess(closeQuietly)
             }
         } catch {
-            throw Self.translate(error)
+            throw Self.translate(error, connecting: true)
         }
     }
 
@@ -316,7 +316,9 @@ final class PostgresNIODriver: PostgresDriver, Sendable {
     }
 
     /// A PostgresNIO or SwiftNIO error as a driver error.
-    static func translate(_ error: any Error) -> PostgresDriverError {
+    ///
+    /// - Parameter connecting: whether the error ended an attempt to open a connection.
+    static func translate(_ error: any Error, connecting: Bool = false) -> PostgresDriverError {
         if let error = error as? PostgresDriverError { return error }
         if let error = error as? PSQLError {
             switch error.code {
@@ -324,7 +326,15 @@ final class PostgresNIODriver: PostgresDriver, Sendable {
                 let info = error.serverInfo
                 var message = info?[.message] ?? "\(error)"
                 if let detail = info?[.detail] { message += " (\(detail))" }
-                return PostgresDriverError(kind: .server, sqlState: info?[.sqlState], message: message, constraint: info?[.constraintName])
+                // FATAL and PANIC end an open session: the server closes the connection after it
+                // (57P01 when a backend is terminated or the server shuts down). The error may arrive
+                // as a statement's reply, or as the reply to the next statement when it came while
+                // the connection was idle; either way the connection is lost, and what ran in its
+                // transaction was rolled back. While connecting, a FATAL error is the server's
+                // refusal (a missing database, a wrong password) and stays a server error.
+                let severity = info?[.severity] ?? info?[.localizedSeverity]
+                let kind: PostgresDriverError.Kind = !connecting && (severity == "FATAL" || severity == "PANIC") ? .connection : .server
+                return PostgresDriverError(kind: kind, sqlState: info?[.sqlState], message: message, constraint: info?[.constraintName])
             case .connectionError, .serverClosedConnection, .clientClosedConnection, .uncleanShutdown, .sslUnsupported:
                 return PostgresDriverError(kind: .connection, message: "\(error.code)\(error.underlying.map { ": \($0)" } ?? "")")
             default:

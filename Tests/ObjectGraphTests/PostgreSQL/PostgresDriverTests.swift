@@ -229,6 +229,8 @@ struct PostgresDriverTests {
             _ = try connect(URL(string: "\(server.serverURL)/og_no_such_database")!)
             Issue.record("connected to a missing database")
         } catch let error as PostgresDriverError {
+            // The server's FATAL reply to a connection it refuses is its refusal, not a lost connection.
+            #expect(error.kind == .server, "\(error)")
             #expect(error.sqlState == "3D000", "\(error)")
         }
     }
@@ -401,11 +403,51 @@ struct PostgresDriverTests {
             }
             Issue.record("a statement ran on a session the server had ended")
         } catch let error as PostgresDriverError {
-            #expect(error.kind == .connection || error.kind == .server, "\(error)")
+            #expect(error.kind == .connection, "\(error)")
         }
         let waited = Date().timeIntervalSince(started.withLock { $0 } ?? Date())
         #expect(waited < 10, "the statement waited \(waited) s for a reply on a closed connection")
         #expect(try driver.transaction(isolation: .readCommitted, readOnly: true) { try $0.query("SELECT 2", []) } == [[.int(2)]])
+    }
+
+    /// A session the server ends while a statement runs: the statement's reply is the server's
+    /// FATAL error (57P01), which is a lost connection, not a refused statement. Callers retry or
+    /// report a lost connection on that kind; a read outside a transaction runs again on a new
+    /// connection.
+    @Test(.timeLimit(.minutes(5)))
+    func aSessionTheServerEndsDuringAStatementIsALostConnection() throws {
+        let (server, url) = try database()
+        let driver = try connect(url, connections: 2)
+        defer { driver.close() }
+        let pid = Protected<Int64?>(nil)
+        let terminator = Thread {
+            let deadline = Date().addingTimeInterval(60)
+            while pid.withLock({ $0 }) == nil && Date() < deadline { Thread.sleep(forTimeInterval: 0.01) }
+            guard let backend = pid.withLock({ $0 }) else { return }
+            // The statement has been sent once pg_stat_activity shows it running.
+            while Date() < deadline {
+                let running = (try? server.psql("SELECT count(*) FROM pg_stat_activity WHERE pid = \(backend) AND query LIKE '%pg_sleep%' AND state = 'active'")) ?? ""
+                if running.trimmingCharacters(in: .whitespacesAndNewlines) == "1" { break }
+                Thread.sleep(forTimeInterval: 0.02)
+            }
+            _ = try? server.psql("SELECT pg_terminate_backend(\(backend))")
+        }
+        do {
+            try driver.transaction(isolation: .readCommitted, readOnly: true) { session in
+                guard case .int(let backend)? = try session.query("SELECT pg_backend_pid()", []).first?.first else {
+                    Issue.record("no backend pid")
+                    return
+                }
+                pid.withLock { $0 = backend }
+                terminator.start()
+                _ = try session.query("SELECT pg_sleep(30)", [])
+            }
+            Issue.record("a statement ended by the server returned")
+        } catch let error as PostgresDriverError {
+            #expect(error.kind == .connection, "\(error)")
+            #expect(error.sqlState == "57P01", "\(error)")
+        }
+        #expect(try driver.readOneStatement { try $0.query("SELECT 2", []) } == [[.int(2)]])
     }
 
     // As for the exhausted pool: the limit only stops a hang (a full parallel run, on a machine
