@@ -95,17 +95,19 @@ extension ManagedObjectContext {
 
     /// What a fetch matched: objects (registered here) or IDs, as its purpose asked.
     enum FetchMatches {
-        case objects([ManagedObject])
+        /// The objects, and the destinations of to-one prefetches the store read with them (kept
+        /// alive here until the fetch's prefetching has taken them).
+        case objects([ManagedObject], destinations: [ManagedObject] = [])
         case ids([ManagedObjectID])
 
         var objects: [ManagedObject] {
-            guard case .objects(let objects) = self else { preconditionFailure("ObjectGraph: a fetch of IDs has no objects") }
+            guard case .objects(let objects, _) = self else { preconditionFailure("ObjectGraph: a fetch of IDs has no objects") }
             return objects
         }
 
         var ids: [ManagedObjectID] {
             switch self {
-            case .objects(let objects): objects.map(\.objectID)
+            case .objects(let objects, _): objects.map(\.objectID)
             case .ids(let ids): ids
             }
         }
@@ -114,9 +116,10 @@ extension ManagedObjectContext {
     /// The objects a request matches as this context sees them (its parent store's rows with its
     /// unsaved changes applied), registered here, in order.
     private func fetchObjects<T>(_ request: FetchRequest<T>, entity: EntityDescription) throws -> [ManagedObject] {
-        let objects = try matches(request, entity: entity, for: .objects).objects
+        let matched = try matches(request, entity: entity, for: .objects)
+        let objects = matched.objects
         if let keyPaths = request.relationshipKeyPathsForPrefetching, !keyPaths.isEmpty {
-            try prefetch(keyPaths, for: objects)
+            try withExtendedLifetime(matched) { try prefetch(keyPaths, for: objects) }
         }
         return objects
     }
@@ -137,9 +140,15 @@ extension ManagedObjectContext {
             || (purpose == .objectIDs && request.includesPropertyValues)
             || (!sorts.isEmpty && parentStore.resolvesTemporaryIDs)
         let asFaults = purpose == .objects && request.returnsObjectsAsFaults
+        var asked = storeRequest(request, entity: entity, values: values)
+        // Only from the coordinator: a parent context's rows are its view of its objects, which the
+        // store's rows of their destinations are not.
+        if purpose == .objects && !batched && values && parentStore is PersistentStoreCoordinator,
+           let keyPaths = request.relationshipKeyPathsForPrefetching {
+            asked.prefetchedToOnes = Self.toOnesFirst(in: keyPaths, of: entity)
+        }
         let fetched = try viewRows(
-            storeRequest(request, entity: entity, values: values), includingPendingChanges: request.includesPendingChanges,
-            leasing: values && (asFaults || purpose == .objectIDs), forChild: false)
+            asked, includingPendingChanges: request.includesPendingChanges, leasing: values && (asFaults || purpose == .objectIDs), forChild: false)
 
         if fetched.isOrdered {
             switch purpose {
@@ -163,19 +172,28 @@ extension ManagedObjectContext {
                 }
                 return .objects(result)
             case .objects:
-                return .objects(register(fetched.rows, asFaults: asFaults, leases: fetched.leases))
+                let objects = register(fetched.rows, asFaults: asFaults, leases: fetched.leases)
+                return .objects(objects, destinations: registerDestinations(of: fetched))
             }
         }
 
         // Unordered: objects here, sorted and paged in memory.
         var objects = register(fetched.rows, asFaults: false, leases: fetched.leases)
+        let destinations = registerDestinations(of: fetched)
         if !sorts.isEmpty {
             try fillFaults(objects)
             objects = try FetchSortDescriptor.sorted(objects, by: sorts, subject: { $0 })
         }
         if request.fetchOffset > 0 { objects = Array(objects.dropFirst(request.fetchOffset)) }
         if request.fetchLimit > 0 { objects = Array(objects.prefix(request.fetchLimit)) }
-        return .objects(objects)
+        return .objects(objects, destinations: destinations)
+    }
+
+    /// Registers the destinations a store read with a fetch's rows (``FetchedRows/destinations``),
+    /// filled, as the fetch's prefetching would have filled them (holding their rows in the row
+    /// cache, which the coordinator leased for them).
+    private func registerDestinations(of fetched: FetchedRows) -> [ManagedObject] {
+        fetched.destinations.isEmpty ? [] : register(fetched.destinations, asFaults: false, leases: fetched.leases)
     }
 
     /// Registers fetched rows as objects: faults that hold their rows in the row cache (when they
@@ -262,6 +280,19 @@ extension ManagedObjectContext {
     }
 
     // MARK: - Prefetching
+
+    /// The to-one relationships of `entity` that key paths to prefetch start with, each once: a
+    /// store may read their destinations with the fetched rows.
+    static func toOnesFirst(in keyPaths: [String], of entity: EntityDescription) -> [RelationshipDescription] {
+        var result: [RelationshipDescription] = []
+        for keyPath in keyPaths {
+            let name = keyPath.split(separator: ".", maxSplits: 1).first.map(String.init) ?? keyPath
+            guard let relationship = entity.relationshipsByName[name], !relationship.isToMany, relationship.destinationEntity != nil,
+                  !result.contains(where: { $0 === relationship }) else { continue }
+            result.append(relationship)
+        }
+        return result
+    }
 
     /// Fetches the destinations of relationship key paths for many objects at once.
     func prefetch(_ keyPaths: [String], for objects: [ManagedObject]) throws {

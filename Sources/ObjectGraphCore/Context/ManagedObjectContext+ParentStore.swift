@@ -249,9 +249,7 @@ extension ManagedObjectContext: ParentStore {
             asked.includesPropertyValues = true
         }
         var fetched = try parentStore.rows(asked, leasing: leasing, requester: storeRequester)
-        if !aliases.isEmpty {
-            for index in fetched.rows.indices { fetched.rows[index].id = canonical(fetched.rows[index].id) }
-        }
+        if !aliases.isEmpty { canonicalizeIDs(of: &fetched) }
         if forChild && request.includesPropertyValues {
             for index in fetched.rows.indices {
                 if let object = registered[fetched.rows[index].id]?.object, !object.isFault, !object.hasChanges {
@@ -279,6 +277,15 @@ extension ManagedObjectContext: ParentStore {
         }
         fetched.isOrdered = false
         return fetched
+    }
+
+    /// The IDs of fetched rows as this context names them (see `aliases`); a function of its own,
+    /// so that the frame of ``viewRows(_:includingPendingChanges:leasing:forChild:)``, one per
+    /// context of a chain, stays small.
+    @inline(never)
+    private func canonicalizeIDs(of fetched: inout FetchedRows) {
+        for index in fetched.rows.indices { fetched.rows[index].id = canonical(fetched.rows[index].id) }
+        for index in fetched.destinations.indices { fetched.destinations[index].id = canonical(fetched.destinations[index].id) }
     }
 
     /// How many rows this context sees for a request.

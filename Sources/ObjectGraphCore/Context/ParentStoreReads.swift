@@ -33,4 +33,7 @@ struct FetchedRows: Sendable {
     var isOrdered: Bool
     /// References on the rows' row-cache entries, when asked for.
     var leases: RowLeases?
+    /// The rows of the destinations of the request's ``StoreFetchRequest/prefetchedToOnes``
+    /// that the store read with the rows (none when it did not), with references in `leases`.
+    var destinations: [StoreRow] = []
 }

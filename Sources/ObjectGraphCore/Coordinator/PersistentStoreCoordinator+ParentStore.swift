@@ -64,7 +64,24 @@ extension PersistentStoreCoordinator: ParentStore {
     func rows(_ request: StoreFetchRequest, leasing: Bool, requester: StoreRequester) throws -> FetchedRows {
         try instrumented(fetch: request, counting: false) {
             // Each of several stores orders and pages only its own rows: the requester orders the union.
-            let single = persistentStores.count <= 1
+            let stores = persistentStores
+            let single = stores.count <= 1
+            // With one store, the destinations of the request's to-one prefetches may come with
+            // the rows, from the same statement.
+            if single, let store = stores.first, !request.prefetchedToOnes.isEmpty {
+                var destinations: [StoreRow] = []
+                if let generation = requester.generation {
+                    let rows = try generation.reading { try fetchRows(request, from: store, destinations: &destinations) }
+                    return FetchedRows(rows: rows, isOrdered: true, leases: nil, destinations: destinations)
+                }
+                let mark = rowCache.evictionMark
+                let rows = try fetchRows(request, from: store, destinations: &destinations)
+                // The destinations' rows are leased whether or not the rows are: a prefetch keeps
+                // its rows in the row cache (``ManagedObjectContext/prefetch(_:for:)``).
+                return FetchedRows(
+                    rows: rows, isOrdered: true, leases: lease(leasing ? rows + destinations : destinations, readSince: mark),
+                    destinations: destinations)
+            }
             if let generation = requester.generation {
                 return FetchedRows(rows: try generation.reading { try fetchRows(single ? request : request.unpaged) }, isOrdered: single, leases: nil)
             }

@@ -358,6 +358,12 @@ public final class PersistentStoreCoordinator: Sendable, CustomStringConvertible
         }
     }
 
+    /// The rows of a fetch from one store, and the rows of the destinations of its to-one
+    /// prefetches that the store reads with them (``StoreBackend/fetch(_:store:destinations:)``).
+    func fetchRows(_ request: StoreFetchRequest, from store: PersistentStore, destinations: inout [StoreRow]) throws -> [StoreRow] {
+        try access { try store.backend.fetch(request, store: store, destinations: &destinations) }
+    }
+
     func fetchKeys(_ request: StoreFetchRequest) throws -> [(PersistentStore, [Int64], [Int32])] {
         try access {
             let stores = persistentStores

@@ -32,6 +32,10 @@ struct StoreFetchRequest: Sendable {
     var fetchOffset: Int = 0
     /// Whether rows are wanted (true) or only IDs (false).
     var includesPropertyValues: Bool = true
+    /// To-one relationships of `entity` whose destinations' rows a store may read with the rows
+    /// (``StoreBackend/fetch(_:store:destinations:)``), for the fetch's prefetching; a store that
+    /// does not is asked for them afterwards, as any prefetch.
+    var prefetchedToOnes: [RelationshipDescription] = []
 }
 
 /// An object written by a save.
@@ -97,6 +101,10 @@ protocol StoreBackend: AnyObject, Sendable {
 
     /// Runs a fetch; the rows come back in order, with snapshots when asked for.
     func fetch(_ request: StoreFetchRequest, store: PersistentStore) throws -> [StoreRow]
+    /// Runs a fetch as ``fetch(_:store:)`` does and adds to `destinations` the rows (with their
+    /// snapshots) of the destinations of `request.prefetchedToOnes` that the rows name, each once,
+    /// when the store reads them in the same statement; stores that do not leave it empty.
+    func fetch(_ request: StoreFetchRequest, store: PersistentStore, destinations: inout [StoreRow]) throws -> [StoreRow]
     /// The primary keys and entity codes of the rows a fetch returns, in order (no values).
     func fetchKeys(_ request: StoreFetchRequest, store: PersistentStore) throws -> (keys: [Int64], entityCodes: [Int32])
     /// Counts the rows a fetch would return.
@@ -129,6 +137,10 @@ protocol StoreBackend: AnyObject, Sendable {
 }
 
 extension StoreBackend {
+    func fetch(_ request: StoreFetchRequest, store: PersistentStore, destinations: inout [StoreRow]) throws -> [StoreRow] {
+        try fetch(request, store: store)
+    }
+
     func fetchKeys(_ request: StoreFetchRequest, store: PersistentStore) throws -> (keys: [Int64], entityCodes: [Int32]) {
         var request = request
         request.includesPropertyValues = false

@@ -144,6 +144,87 @@ struct PostgresReadStatementTests {
         if case .oneStatement(let statements)? = reads.first { #expect(statements.count == 1) } else { Issue.record("the fault ran as \(reads)") }
     }
 
+    /// A fetch that prefetches a to-one relationship reads its destinations' rows in its own
+    /// statement (a `LEFT JOIN`): the folders of a page of notes cost no second round trip, and
+    /// the notes' folders are there, filled, whether the notes come as faults or with values.
+    @Test(arguments: [true, false]) func aFetchReadsItsToOnePrefetchesInItsOwnStatement(asFaults: Bool) throws {
+        let (coordinator, driver, _) = try stack()
+        let writer = context(coordinator)
+        let folders = (0..<2).map { writer.insert("Folder", ["name": "f\($0)"]) }
+        for i in 0..<6 { writer.insert("Note", ["title": "n\(i)", "rank": Int64(i), "folder": folders[i % 2]]) }
+        writer.insert("Note", ["title": "loose", "rank": Int64(6)])
+        try writer.save()
+        _ = driver.takeReads()
+
+        let reader = context(coordinator)
+        let request = FetchRequest<ManagedObject>(entityName: "Note")
+        request.predicate = FetchPredicate(format: "rank >= 1")
+        request.sortDescriptors = [FetchSortDescriptor(key: "rank", ascending: true)]
+        request.fetchLimit = 5
+        request.returnsObjectsAsFaults = asFaults
+        request.relationshipKeyPathsForPrefetching = ["folder"]
+        let notes = try reader.fetch(request)
+        let reads = driver.takeReads()
+        guard reads.count == 1, case .oneStatement(let statements) = reads[0] else {
+            Issue.record("the fetch ran as \(reads)")
+            return
+        }
+        #expect(statements.count == 1)
+        #expect(statements.first?.contains("LEFT JOIN") == true)
+        // Each folder once, filled from the fetch's statement.
+        let fetchedFolders = notes.compactMap { $0.value(forKey: "folder") as? ManagedObject }
+        #expect(fetchedFolders.count == 5)
+        #expect(Set(fetchedFolders.map(ObjectIdentifier.init)).count == 2)
+        #expect(notes.map { $0.value(forKey: "title") as? String } == ["n1", "n2", "n3", "n4", "n5"])
+        #expect(fetchedFolders.map { $0.value(forKey: "name") as? String } == ["f1", "f0", "f1", "f0", "f1"])
+        #expect(driver.takeReads().isEmpty)
+
+        // A page whose only note has no folder reads no folder.
+        request.predicate = FetchPredicate(format: "title == %@", "loose")
+        let loose = try context(coordinator).fetch(request)
+        #expect(loose.count == 1)
+        #expect(loose.first?.value(forKey: "folder") == nil)
+        #expect(driver.takeReads().count == 1)
+    }
+
+    /// A prefetched destination that is also one of the fetched rows (a tree's parent) is
+    /// registered once, with the row's values, and a context's unsaved change to a destination
+    /// is kept: the store's row does not replace it.
+    @Test func aToOnePrefetchThatMeetsTheRowsOrUnsavedChangesKeepsEachObjectsState() throws {
+        let model = ManagedObjectModel(entities: [
+            EntityDescription(name: "Node", properties: [
+                .attribute("name", .string, isOptional: false, defaultValue: ""),
+                .relationship("parent", destination: "Node", toMany: false, inverse: "children", deleteRule: .nullify),
+                .relationship("children", destination: "Node", toMany: true, inverse: "parent", deleteRule: .cascade),
+            ]),
+        ])
+        let url = try PostgresTestServer.shared.get().makeDatabase()
+        let coordinator = PersistentStoreCoordinator(managedObjectModel: model)
+        _ = try coordinator.addPersistentStore(type: .postgres, at: url)
+        let writer = context(coordinator)
+        let root = writer.insert("Node", ["name": "root"])
+        let child = writer.insert("Node", ["name": "child", "parent": root])
+        writer.insert("Node", ["name": "grandchild", "parent": child])
+        try writer.save()
+
+        let reader = context(coordinator)
+        let request = FetchRequest<ManagedObject>(entityName: "Node")
+        request.sortDescriptors = [FetchSortDescriptor(key: "name", ascending: true)]
+        request.relationshipKeyPathsForPrefetching = ["parent"]
+        let nodes = try reader.fetch(request)
+        #expect(nodes.map { $0.value(forKey: "name") as? String } == ["child", "grandchild", "root"])
+        #expect((nodes[1].value(forKey: "parent") as? ManagedObject) === nodes[0])
+        #expect((nodes[0].value(forKey: "parent") as? ManagedObject) === nodes[2])
+        #expect(reader.registeredObjects.count == 3)
+
+        let editing = context(coordinator)
+        let edited = try editing.existingObject(with: root.objectID)
+        edited.setValue("renamed", forKey: "name")
+        let again = try editing.fetch(request)
+        #expect(again.compactMap { $0.value(forKey: "name") as? String }.sorted() == ["child", "grandchild", "renamed"])
+        #expect(edited.hasChanges)
+    }
+
     /// What memory evaluates (here `MATCHES`) may read related rows as it goes: those reads and
     /// the fetch's own statement share one transaction.
     @Test func aFetchPartlyEvaluatedInMemoryStaysOneTransaction() throws {

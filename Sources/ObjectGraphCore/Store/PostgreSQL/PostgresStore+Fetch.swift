@@ -67,7 +67,9 @@ extension PostgresStore {
         var whereClause: String { conditions.isEmpty ? "" : " WHERE " + conditions.joined(separator: " AND ") }
     }
 
-    func plan(_ request: StoreFetchRequest, columns: String, store: PersistentStore, forCount: Bool = false) throws -> Plan {
+    /// - Parameter joins: joins the selected `columns` read besides the fetched table's and the
+    ///   predicate's (`LEFT JOIN …`), in the plan's statement only.
+    func plan(_ request: StoreFetchRequest, columns: String, store: PersistentStore, forCount: Bool = false, joins: String = "") throws -> Plan {
         let entity = request.entity
         // The same checks, and errors, as the SQLite store (unknown keys, misused key paths, bad patterns).
         var checker = SQLQueryBuilder(schema: schema, entity: entity)
@@ -109,7 +111,7 @@ extension PostgresStore {
         var plan = Plan(
             sql: "", from: from, hasJoins: !compiler.root.joins.isEmpty, conditions: conditions, parameters: parameters,
             residual: residual, sortsInMemory: !residual.isEmpty || order == nil)
-        var sql = "SELECT \(columns) FROM \(from)\(plan.whereClause)"
+        var sql = "SELECT \(columns) FROM \(from)\(joins)\(plan.whereClause)"
         if !forCount { sql += " ORDER BY " + (plan.sortsInMemory ? "t0.\"Z_PK\"" : order!) }
         if !plan.sortsInMemory && !forCount {
             if request.fetchLimit > 0 { sql += " LIMIT \(request.fetchLimit)" }
@@ -207,6 +209,46 @@ extension PostgresStore {
         // Answered whole by PostgreSQL, a fetch is one statement.
         return try read("fetching \(request.entity.name)", oneStatement: !plan.sortsInMemory) { session in
             try fetch(request, plan: plan, layout: layout, store: store, session: session)
+        }
+    }
+
+    /// A fetch whose rows come with the rows of their to-one prefetches' destinations, read in
+    /// the same statement (a `LEFT JOIN` of each destination's table by key), when PostgreSQL
+    /// answers the fetch whole; otherwise the fetch alone, and the context prefetches afterwards.
+    func fetch(_ request: StoreFetchRequest, store: PersistentStore, destinations: inout [StoreRow]) throws -> [StoreRow] {
+        guard request.includesPropertyValues, !request.prefetchedToOnes.isEmpty, let layout = layouts[request.entity.rootEntity.entityCode] else {
+            return try fetch(request, store: store)
+        }
+        var joined: [(layout: TableLayout, start: Int)] = []
+        var columns = layout.selectList, joins = ""
+        for relationship in request.prefetchedToOnes {
+            guard let destination = relationship.destinationEntity, let target = layouts[destination.rootEntity.entityCode] else { continue }
+            let alias = "p\(joined.count)"
+            columns += ", " + target.selectList(alias: alias)
+            joins += " LEFT JOIN \(target.table) AS \(alias) ON \(alias).\"Z_PK\" = t0.\(CoreDataLayout.quote(schema.columnName(for: relationship)))"
+            joined.append((target, (joined.last.map { $0.start + $0.layout.selectedColumnCount } ?? layout.selectedColumnCount)))
+        }
+        let plan = try self.plan(request, columns: columns, store: store, joins: joins)
+        guard !joined.isEmpty, plan.split == nil, !plan.sortsInMemory else { return try fetch(request, store: store) }
+        return try read("fetching \(request.entity.name)", oneStatement: true) { session in
+            count()
+            let selected = try session.query(plan.sql, plan.parameters)
+            var rows: [StoreRow] = []
+            rows.reserveCapacity(selected.count)
+            for row in selected { if let read = layout.read(row, store: store) { rows.append(read) } }
+            rowsRead.add(rows.count)
+            // Each destination once, and none that is also one of the rows.
+            var seen: [ObjectIdentifier: Set<Int64>] = [:]
+            if joined.contains(where: { $0.layout === layout }) { seen[ObjectIdentifier(layout)] = Set(rows.compactMap(\.id.primaryKey)) }
+            for row in selected {
+                for (target, start) in joined {
+                    let end = start + target.selectedColumnCount
+                    guard end <= row.count, let key = row[start].integer, seen[ObjectIdentifier(target), default: []].insert(key).inserted,
+                          let read = target.read(Array(row[start..<end]), store: store) else { continue }
+                    destinations.append(read)
+                }
+            }
+            return rows
         }
     }
 

@@ -49,6 +49,8 @@ final class TableLayout: Sendable {
     let schema: CoreDataLayout
     /// The select list, `t0.Z_PK, t0.Z_ENT, t0.Z_OPT, t0."ZTITLE", …`.
     let selectList: String
+    /// The items of ``selectList``, each starting `t0.`.
+    private let selectedItems: [String]
     /// By `Z_ENT`.
     let entities: [Int: EntityLayout]
 
@@ -105,6 +107,15 @@ final class TableLayout: Sendable {
         }
         self.entities = entities
         self.selectList = selected.joined(separator: ", ")
+        self.selectedItems = selected
+    }
+
+    /// How many columns ``selectList`` selects.
+    var selectedColumnCount: Int { selectedItems.count }
+
+    /// ``selectList`` for the table aliased `alias` instead of `t0`.
+    func selectList(alias: String) -> String {
+        selectedItems.map { alias + $0.dropFirst(2) }.joined(separator: ", ")
     }
 
     /// The query that reads `count` rows of this table by key, selected with ``selectList``.
