@@ -6,7 +6,7 @@ import ObjectGraph
 
 /// A driver whose write transactions hand each statement to `interpose` before running it, and
 /// record them.
-private final class InterposingDriver: PostgresDriver, @unchecked Sendable {  // `statements` is guarded by `lock`
+final class InterposingDriver: PostgresDriver, @unchecked Sendable {  // `statements` is guarded by `lock`
     let real: any PostgresDriver
     private let interpose: @Sendable (_ sql: String, _ parameters: [PostgresValue], _ real: any PostgresDriver) throws -> Void
     private let lock = NSLock()
@@ -122,6 +122,68 @@ struct PostgresUniqueIndexTests {
         // The duplicate another connection committed is there; nothing of the failed save is.
         #expect(try emails(url).count == 2)
         #expect(!driver.takeStatements().contains { $0.hasPrefix("SAVEPOINT") })
+    }
+
+    /// The save's uniqueness check after its writes: whether it runs (a `SELECT` of the email).
+    private static func checked(_ statements: [String]) -> Bool {
+        statements.contains { $0.hasPrefix("SELECT") && $0.contains("ZEMAIL") }
+    }
+
+    /// With every unique index in place, the indexes alone enforce the constraints: a save sends
+    /// no query of its own for them, and still reports each conflict, within one save or across
+    /// two, with nothing written.
+    @Test func withEveryUniqueIndexInPlaceTheIndexesAloneEnforceTheConstraints() throws {
+        let url = try PostgresTestServer.shared.get().makeDatabase()
+        let real = try PostgresDrivers.factory().connect(url: url, maximumConnections: 4, logger: Logger(label: "test"))
+        let driver = InterposingDriver(real: real) { _, _, _ in }
+        let coordinator = try coordinator(url, driver: driver)
+        let first = context(coordinator)
+        let user = first.insert("User", ["email": "a@example.com", "name": "a"])
+        try first.save()
+        #expect(!Self.checked(driver.takeStatements()))
+
+        let second = context(coordinator)
+        second.insert("User", ["email": "a@example.com", "name": "again"])
+        var error = try #require(throws: ObjectGraphError.self) { try second.save() }
+        #expect(error.code == .constraintConflict)
+        #expect(second.hasChanges)
+        second.rollback()
+
+        second.insert("User", ["email": "b@example.com", "name": "b"])
+        second.insert("User", ["email": "b@example.com", "name": "b too"])
+        error = try #require(throws: ObjectGraphError.self) { try second.save() }
+        #expect(error.code == .constraintConflict)
+        #expect(second.hasChanges)
+
+        // Two objects that exchange their values in one save.
+        let other = first.insert("User", ["email": "c@example.com", "name": "c"])
+        try first.save()
+        _ = driver.takeStatements()
+        user.setValue("c@example.com", forKey: "email")
+        other.setValue("a@example.com", forKey: "email")
+        try first.save()
+        #expect(!Self.checked(driver.takeStatements()))
+        #expect(try emails(url) == ["a@example.com", "c@example.com"])
+    }
+
+    /// A store that lacks one of its unique indexes (written before they were made, or dropped by
+    /// hand) is still checked by each save.
+    @Test func aStoreWithoutAUniqueIndexIsCheckedBySaves() throws {
+        let url = try PostgresTestServer.shared.get().makeDatabase()
+        let real = try PostgresDrivers.factory().connect(url: url, maximumConnections: 4, logger: Logger(label: "test"))
+        _ = try coordinator(url, driver: real)
+        try real.transaction(isolation: .readCommitted, readOnly: false) { session in
+            _ = try session.execute(#"DROP INDEX "public"."Z_User_UNIQUE_email""#, [])
+        }
+        let driver = InterposingDriver(real: real) { _, _, _ in }
+        let context = context(try coordinator(url, driver: driver))
+        context.insert("User", ["email": "a@example.com", "name": "a"])
+        try context.save()
+        #expect(Self.checked(driver.takeStatements()))
+        context.insert("User", ["email": "a@example.com", "name": "again"])
+        let error = try #require(throws: ObjectGraphError.self) { try context.save() }
+        #expect(error.code == .constraintConflict)
+        #expect(try emails(url) == ["a@example.com"])
     }
 
     @Test func onlyAnUpdateThatWritesAConstrainedValueRunsInASavepoint() throws {

@@ -5,13 +5,16 @@ struct PostgresSaveSession: RelationalSession {
     let store: PostgresStore
     let persistentStore: PersistentStore
     let session: any PostgresSession
+    /// Where the save puts the keys it reserves for later saves (``PostgresKeyReserve``); nil:
+    /// it reserves only its own.
+    var reserved: PostgresKeyReserve.Reserved? = nil
 
     var dialect: SQLDialect { .postgres }
 
     func table(_ name: String) -> String { store.table(name) }
 
     func allocateKeys(root: EntityDescription, count: Int) throws -> Int64 {
-        try store.allocate(session, root: root, count: count)
+        try store.allocate(session, root: root, count: count, reserving: reserved)
     }
 
     private func parameters(_ arguments: [SQLArgument], entity: EntityDescription?) throws -> [PostgresValue] {

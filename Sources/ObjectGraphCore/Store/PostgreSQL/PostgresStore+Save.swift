@@ -10,6 +10,20 @@ extension PostgresStore {
 
     /// Reserves keys from the root entity's `Z_PRIMARYKEY.Z_MAX`, as Core Data does. The row stays
     /// locked until the transaction ends, so two processes never get the same keys.
+    ///
+    /// With `reserving`, a save's keys come from the keys earlier saves of this store object
+    /// reserved and committed, without a statement, when they hold enough; otherwise the save
+    /// reserves ``PostgresKeyReserve/blockSize`` keys more than it needs, for later saves once it
+    /// commits.
+    func allocate(_ session: any PostgresSession, root: EntityDescription, count n: Int, reserving: PostgresKeyReserve.Reserved? = nil) throws -> Int64 {
+        guard let reserving else { return try allocate(session, root: root, count: n) }
+        if let first = keyReserve.take(root: root.entityCode, count: n) { return first }
+        let first = try allocate(session, root: root, count: n + PostgresKeyReserve.blockSize)
+        let end = first + Int64(n + PostgresKeyReserve.blockSize)
+        reserving.ranges.append((root.entityCode, (first + Int64(n))..<end))
+        return first
+    }
+
     func allocate(_ session: any PostgresSession, root: EntityDescription, count n: Int) throws -> Int64 {
         count()
         let number = Int64(schema.entityNumber(for: root))
@@ -24,16 +38,30 @@ extension PostgresStore {
     }
 
     func save(_ request: StoreSaveRequest, store: PersistentStore) throws -> StoreSaveResult {
-        try writeResolvingCommit("saving") { session in try apply(request, store: store, session: session) }
+        let reserved = PostgresKeyReserve.Reserved()
+        let result = try writeResolvingCommit("saving") { session in
+            reserved.ranges = []  // from an attempt that did not commit
+            return try apply(request, store: store, session: session, reservingKeys: reserved)
+        }
+        // Committed: the keys the save reserved beyond its own are no other process's.
+        keyReserve.add(reserved.ranges)
+        return result
     }
 
     /// The save's statements (``SavePlan``), then its change-log row and, with history tracking
     /// (unless a batch request records its own), its transaction of history; returns what it did
     /// and its transaction's ID (nil when it wrote nothing).
-    func apply(_ request: StoreSaveRequest, store: PersistentStore, session: any PostgresSession, recordsHistory: Bool = true) throws -> (StoreSaveResult, Int64?) {
+    ///
+    /// - Parameter reservingKeys: where the save puts the keys it reserves beyond its own, for
+    ///   later saves once it has committed (``PostgresKeyReserve``); nil: it reserves only its own.
+    func apply(
+        _ request: StoreSaveRequest, store: PersistentStore, session: any PostgresSession, recordsHistory: Bool = true,
+        reservingKeys reserved: PostgresKeyReserve.Reserved? = nil
+    ) throws -> (StoreSaveResult, Int64?) {
         let history = historyTracking && recordsHistory && !request.isEmpty
         let tombstones = history ? try self.tombstones(of: request.deleted.map(\.id), store: store, session: session) : [:]
-        var result = try SavePlan(request, schema: schema, tables: layouts).run(on: PostgresSaveSession(store: self, persistentStore: store, session: session), store: store)
+        var result = try SavePlan(request, schema: schema, tables: layouts, checksUniqueness: !uniqueIndexesEnforceConstraints)
+            .run(on: PostgresSaveSession(store: self, persistentStore: store, session: session, reserved: reserved), store: store)
         // The change log's row, announced to every coordinator when the transaction commits.
         var txid: Int64?
         if !request.isEmpty {
@@ -47,5 +75,41 @@ extension PostgresStore {
             }
         }
         return (result, txid)
+    }
+}
+
+/// Primary keys a PostgreSQL store object reserved in `Z_PRIMARYKEY` beyond what its saves used,
+/// by root entity: a save takes its keys from here without a statement while enough are left.
+///
+/// Only keys whose reservation committed are here: a save adds what it reserved once its
+/// transaction has committed (a rolled-back reservation was never another process's to avoid).
+/// Keys taken by a save that then fails are not given back; Core Data's keys need not be dense.
+final class PostgresKeyReserve: Sendable {
+    /// How many keys a save reserves beyond its own when the reserve has too few.
+    static let blockSize = 32
+
+    /// What one save reserved beyond its own keys, to add once it commits; used by that save only.
+    final class Reserved {
+        var ranges: [(root: Int, keys: Range<Int64>)] = []
+    }
+
+    private let ranges = Protected<[Int: Range<Int64>]>([:])
+
+    /// The first of `count` consecutive reserved keys of the root entity `root`, taken; nil when
+    /// the reserve does not hold that many.
+    func take(root: Int, count: Int) -> Int64? {
+        ranges.withLock { ranges in
+            guard let range = ranges[root], range.count >= count else { return nil }
+            ranges[root] = (range.lowerBound + Int64(count))..<range.upperBound
+            return range.lowerBound
+        }
+    }
+
+    /// Adds the keys a committed save reserved (each root keeps the larger of what it had and what is added).
+    func add(_ reserved: [(root: Int, keys: Range<Int64>)]) {
+        guard !reserved.isEmpty else { return }
+        ranges.withLock { ranges in
+            for (root, keys) in reserved where keys.count > (ranges[root]?.count ?? 0) { ranges[root] = keys }
+        }
     }
 }

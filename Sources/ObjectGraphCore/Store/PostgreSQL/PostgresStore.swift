@@ -27,6 +27,12 @@ final class PostgresStore: StoreBackend {
     /// Whether the store was added with ``PersistentStoreOption/persistentHistoryTracking``.
     let historyTracking: Bool
     let layouts: [Int: TableLayout]  // by root entity code
+    /// Whether the store's UNIQUE indexes enforce every uniqueness constraint of the model, found
+    /// when it opened: then a save does not check its constraints again after writing its rows
+    /// (an INSERT or UPDATE an index refuses is reported as a constraint conflict all the same).
+    let uniqueIndexesEnforceConstraints: Bool
+    /// Primary keys reserved by this store object's committed saves, for its later saves.
+    let keyReserve = PostgresKeyReserve()
     /// How many SQL statements the store has run (``StoreStatistics/sqlStatements``).
     let statements = StatementCounter()
     /// How many rows fetches and counts have read from the server: a fetch PostgreSQL answers
@@ -72,6 +78,8 @@ final class PostgresStore: StoreBackend {
         // After a migration the store's metadata is the new model's, with the store's UUID.
         metadata = opened.migrateFrom == nil ? opened.metadata : Self.metadata(of: model, identifier: identifier)
         layouts = Self.layouts(of: schema, in: schemaName)
+        // A migration makes the new model's tables with their indexes.
+        uniqueIndexesEnforceConstraints = opened.migrateFrom != nil || opened.hasUniqueIndexes
         if let hashes = opened.migrateFrom, let migration {
             logger.info("migrating the PostgreSQL store \(location) to the coordinator's model")
             do {
@@ -99,6 +107,7 @@ final class PostgresStore: StoreBackend {
         identifier = ""
         metadata = [:]
         layouts = Self.layouts(of: schema, in: schemaName)
+        uniqueIndexesEnforceConstraints = false
     }
 
 

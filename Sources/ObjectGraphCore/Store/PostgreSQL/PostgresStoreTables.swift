@@ -24,6 +24,9 @@ enum PostgresStoreTables {
     struct Opened {
         var metadata: [String: any Sendable]
         var migrateFrom: [String: Data]?
+        /// Whether the store's tables have the UNIQUE index of every uniqueness constraint of the
+        /// model (a store written before they were made may lack some).
+        var hasUniqueIndexes = true
     }
 
     /// `CREATE TABLE` for the change log, in the schema the statement qualifies it with.
@@ -88,11 +91,23 @@ enum PostgresStoreTables {
                 if history && !PostgresStore.historyTables.allSatisfy(tables.contains) {
                     try PostgresStore.createHistoryTables(session, schemaName: schemaName)
                 }
-                return Opened(metadata: metadata)
+                return Opened(metadata: metadata, hasUniqueIndexes: try hasUniqueIndexes(session, schema: schema, schemaName: schemaName))
             }
         } catch let error as PostgresDriverError {
             throw translate(error, location: location, while: "opening the store")
         }
+    }
+
+    /// Whether every UNIQUE index the model's uniqueness constraints have in a new store is in
+    /// the schema (by name).
+    private static func hasUniqueIndexes(_ session: any PostgresSession, schema: CoreDataLayout, schemaName: String) throws -> Bool {
+        let names = schema.uniquenessIndexNames
+        guard !names.isEmpty else { return true }
+        let present = Set(try session.query("SELECT indexname FROM pg_indexes WHERE schemaname = $1", [.text(schemaName)]).compactMap { row -> String? in
+            if case .text(let name) = row.first { name } else { nil }
+        })
+        // PostgreSQL cuts a name to 63 bytes.
+        return names.allSatisfy { present.contains($0) || present.contains(String(decoding: $0.utf8.prefix(63), as: UTF8.self)) }
     }
 
     /// Creates everything in the (empty) schema, in the caller's transaction.

@@ -250,8 +250,17 @@ struct CoreDataLayout: Sendable {
     /// save path checks constraints first, to report a conflict with the object that holds the
     /// values; an insert or update the index refuses is reported the same way.
     func uniquenessIndexStatements(root: EntityDescription, _ dialect: SQLDialect = .sqlite) -> [String] {
+        uniquenessIndexes(root: root, dialect).map(\.statement)
+    }
+
+    /// The names of the UNIQUE indexes of every table (``uniquenessIndexStatements(root:_:)``).
+    var uniquenessIndexNames: [String] {
+        model.entitiesByCode.filter { $0.superentity == nil }.flatMap { uniquenessIndexes(root: $0, .sqlite).map(\.name) }
+    }
+
+    private func uniquenessIndexes(root: EntityDescription, _ dialect: SQLDialect) -> [(name: String, statement: String)] {
         let table = tableName(for: root)
-        var statements: [String] = []
+        var statements: [(name: String, statement: String)] = []
         for entity in root.selfAndDescendants.sorted(by: { entityNumber(for: $0) < entityNumber(for: $1) }) {
             for constraint in entity.uniquenessConstraints {
                 let attributes = constraint.compactMap { entity.attributesByName[$0] }.filter { !$0.isTransient }
@@ -262,7 +271,7 @@ struct CoreDataLayout: Sendable {
                 // of the table, which hold that column too: the index covers its own rows only.
                 let inherited = entity.superentity != nil && attributes.contains { $0.entity !== entity }
                 let rows = inherited ? " WHERE \(dialect.keyColumnName(Self.entityColumn)) IN (\(entity.selfAndDescendants.map { String(entityNumber(for: $0)) }.joined(separator: ",")))" : ""
-                statements.append("CREATE UNIQUE INDEX \(Self.quote(name)) ON \(Self.quote(table)) (\(list.joined(separator: ", ")))\(rows)")
+                statements.append((name, "CREATE UNIQUE INDEX \(Self.quote(name)) ON \(Self.quote(table)) (\(list.joined(separator: ", ")))\(rows)"))
             }
         }
         return statements

@@ -42,7 +42,11 @@ struct SavePlan {
     /// The layout of each root entity's table, by root entity code.
     let tables: [Int: TableLayout]
 
-    init(_ request: StoreSaveRequest, schema: CoreDataLayout, tables: [Int: TableLayout]) {
+    /// - Parameter checksUniqueness: whether the save checks its uniqueness constraints once its
+    ///   rows are written; a store whose unique indexes enforce every constraint (PostgreSQL's,
+    ///   with every index in place) does not need to: an INSERT or UPDATE the index refuses is
+    ///   reported as the check would report it.
+    init(_ request: StoreSaveRequest, schema: CoreDataLayout, tables: [Int: TableLayout], checksUniqueness: Bool = true) {
         var request = request
         request.inserted.sort { $0.id < $1.id }
         self.request = request
@@ -60,7 +64,7 @@ struct SavePlan {
         if !request.joinDeletes.isEmpty { steps.append(.removePairs) }
         if !request.joinInserts.isEmpty { steps.append(.addPairs) }
         if !request.orderings.isEmpty { steps.append(.writeOrders) }
-        steps.append(.checkUniqueness)
+        if checksUniqueness { steps.append(.checkUniqueness) }
         self.steps = steps
     }
 
