@@ -60,7 +60,8 @@ extension PostgresStore {
     ) throws -> (StoreSaveResult, Int64?) {
         let history = historyTracking && recordsHistory && !request.isEmpty
         let tombstones = history ? try self.tombstones(of: request.deleted.map(\.id), store: store, session: session) : [:]
-        var result = try SavePlan(request, schema: schema, tables: layouts, checksUniqueness: !uniqueIndexesEnforceConstraints)
+        var result = try SavePlan(
+            request, schema: schema, tables: layouts, checksUniqueness: !uniqueIndexesEnforceConstraints, checksVersionInUpdate: true)
             .run(on: PostgresSaveSession(store: self, persistentStore: store, session: session, reserved: reserved), store: store)
         // The change log's row, announced to every coordinator when the transaction commits.
         var txid: Int64?

@@ -178,9 +178,19 @@ extension SavePlan {
             arguments.append(.key(key))
             session.count(1)
             var sql = "UPDATE \(table.table) SET \(assignments.joined(separator: ", ")) WHERE \(k("Z_PK")) = \(dialect.placeholder(arguments.count))"
+            let expected = plan.versionInUpdate ? object.expectedVersion : nil
+            if let expected {
+                arguments.append(.key(expected))
+                sql += " AND \(k("Z_OPT")) = \(dialect.placeholder(arguments.count))"
+            }
             if dialect.returnsUpdatedVersion { sql += " RETURNING \(k("Z_OPT"))" }
             let returned = try session.write(sql, arguments, entity: object.entity, inserting: false, constrained: StoreUniqueness.changesConstrainedValues(object)) {
                 try checkUniqueness(StoreSaveRequest(updated: [object]))
+            }
+            if let expected, returned == nil {
+                // No row back: another save changed or deleted the row since the context read it.
+                let persisted = try session.snapshots([object.id])[object.id]
+                throw VersionConflictError(conflicts: [VersionConflict(id: object.id, expectedVersion: expected, persisted: persisted)])
             }
             for attribute in object.entity.attributes where attribute.isTransient { values[attribute.index] = .null }
             let read = versions[object.entity.rootEntity.entityCode]?[key]

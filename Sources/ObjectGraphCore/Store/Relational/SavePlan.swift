@@ -41,19 +41,31 @@ struct SavePlan {
     let schema: CoreDataLayout
     /// The layout of each root entity's table, by root entity code.
     let tables: [Int: TableLayout]
+    /// Whether the one updated row's version is checked by its `UPDATE` (no `checkVersions` step).
+    let versionInUpdate: Bool
 
     /// - Parameter checksUniqueness: whether the save checks its uniqueness constraints once its
     ///   rows are written; a store whose unique indexes enforce every constraint (PostgreSQL's,
     ///   with every index in place) does not need to: an INSERT or UPDATE the index refuses is
     ///   reported as the check would report it.
-    init(_ request: StoreSaveRequest, schema: CoreDataLayout, tables: [Int: TableLayout], checksUniqueness: Bool = true) {
+    /// - Parameter checksVersionInUpdate: whether a save whose only written row is one update (no
+    ///   delete, nothing else updated) checks that row's version in its `UPDATE` (`… AND "Z_OPT" =
+    ///   $n RETURNING "Z_OPT"`: no row back is the conflict) rather than reading it first; for
+    ///   dialects whose updates read back the new version (``SQLDialect/returnsUpdatedVersion``).
+    ///   One row needs no lock order, and the `UPDATE` locks it as the read would have.
+    init(
+        _ request: StoreSaveRequest, schema: CoreDataLayout, tables: [Int: TableLayout], checksUniqueness: Bool = true,
+        checksVersionInUpdate: Bool = false
+    ) {
         var request = request
         request.inserted.sort { $0.id < $1.id }
         self.request = request
         self.schema = schema
         self.tables = tables
+        versionInUpdate = checksVersionInUpdate && request.deleted.isEmpty && request.updated.count == 1
+            && request.updated[0].expectedVersion != nil && request.updated[0].id.primaryKey != nil
         var steps: [Step] = []
-        Self.planKeysAndVersions(request, schema: schema, tables: tables, into: &steps)
+        Self.planKeysAndVersions(request, schema: schema, tables: tables, versionInUpdate: versionInUpdate, into: &steps)
         if !request.deleted.isEmpty { steps.append(.deleteRows) }
         for (object, attributes) in StoreUniqueness.valuesToRelease(in: request) {
             guard let key = object.id.primaryKey else { continue }
@@ -69,7 +81,9 @@ struct SavePlan {
     }
 
     /// Steps 1 and 2: keys, then version checks, each by root entity in entity-code order.
-    private static func planKeysAndVersions(_ request: StoreSaveRequest, schema: CoreDataLayout, tables: [Int: TableLayout], into steps: inout [Step]) {
+    private static func planKeysAndVersions(
+        _ request: StoreSaveRequest, schema: CoreDataLayout, tables: [Int: TableLayout], versionInUpdate: Bool, into steps: inout [Step]
+    ) {
         var pending: [Int: [ManagedObjectID]] = [:]
         for object in request.inserted where object.id.isTemporaryID {
             pending[object.entity.rootEntity.entityCode, default: []].append(object.id)
@@ -78,7 +92,7 @@ struct SavePlan {
             steps.append(.allocateKeys(root: schema.model.entitiesByCode[rootCode], ids: pending[rootCode]!))
         }
         var checks: [Int: [(key: Int64, object: SavedObject)]] = [:]
-        for object in request.updated + request.deleted {
+        for object in request.updated + request.deleted where !versionInUpdate {
             guard let key = object.id.primaryKey else { continue }
             checks[object.entity.rootEntity.entityCode, default: []].append((key, object))
         }

@@ -1,0 +1,75 @@
+import Foundation
+import Logging
+import Testing
+import ObjectGraph
+@testable import ObjectGraphCore
+
+/// A save whose one written row is an update checks the row's version in its `UPDATE` (`AND
+/// "Z_OPT" = …`), without reading the row first; a save of several rows reads and locks them in
+/// key order first, as before. Either way a row changed or deleted since the context read it is a
+/// conflict with the row as it is now, and nothing is written.
+@Suite("PostgreSQL saves of one update check its version in the UPDATE", .needsPostgreSQL)
+struct PostgresUpdateVersionTests {
+    private func context(_ url: URL, driver: any PostgresDriver) throws -> ManagedObjectContext {
+        let coordinator = PersistentStoreCoordinator(managedObjectModel: PostgresUniqueIndexTests.model)
+        let backend = try PostgresStore(
+            url: url, model: PostgresUniqueIndexTests.model, readOnly: false, maximumConnections: 4, logger: Logger(label: "test"), driver: driver)
+        _ = try coordinator.addTestStore(type: .postgres, url: url, backend: backend)
+        let context = ManagedObjectContext(concurrencyType: .confinement)
+        context.persistentStoreCoordinator = coordinator
+        context.mergePolicy = .error
+        return context
+    }
+
+    private static func lockingReads(_ statements: [String]) -> Int { statements.filter { $0.hasSuffix("FOR UPDATE") }.count }
+
+    @Test func oneUpdateIsOneStatementThatChecksItsVersion() throws {
+        let url = try PostgresTestServer.shared.get().makeDatabase()
+        let real = try PostgresDrivers.factory().connect(url: url, maximumConnections: 4, logger: Logger(label: "test"))
+        let driver = InterposingDriver(real: real) { _, _, _ in }
+        let context = try context(url, driver: driver)
+        let first = context.insert("User", ["email": "a@example.com", "name": "a"])
+        let second = context.insert("User", ["email": "b@example.com", "name": "b"])
+        try context.save()
+        _ = driver.takeStatements()
+
+        first.setValue("renamed", forKey: "name")
+        try context.save()
+        var statements = driver.takeStatements()
+        #expect(Self.lockingReads(statements) == 0)
+        #expect(statements.contains { $0.hasPrefix("UPDATE") && $0.contains("ZUSER") && $0.contains("\"Z_OPT\" = $") })
+
+        first.setValue("again", forKey: "name")
+        second.setValue("too", forKey: "name")
+        try context.save()
+        statements = driver.takeStatements()
+        #expect(Self.lockingReads(statements) == 1)
+    }
+
+    @Test func aRowChangedOrDeletedSinceTheReadIsAConflictAndNothingIsWritten() throws {
+        let url = try PostgresTestServer.shared.get().makeDatabase()
+        let real = try PostgresDrivers.factory().connect(url: url, maximumConnections: 4, logger: Logger(label: "test"))
+        let ours = try context(url, driver: real)
+        let theirs = try context(url, driver: real)
+        let user = ours.insert("User", ["email": "a@example.com", "name": "a"])
+        try ours.save()
+
+        let changed = try theirs.existingObject(with: user.objectID)
+        changed.setValue("theirs", forKey: "name")
+        try theirs.save()
+        user.setValue("ours", forKey: "name")
+        var error = try #require(throws: ObjectGraphError.self) { try ours.save() }
+        #expect(error.code == .mergeConflict)
+        #expect(error.conflicts.first?.persistedSnapshot?["name"] as? String == "theirs")
+        #expect(ours.hasChanges)
+
+        theirs.delete(changed)
+        try theirs.save()
+        error = try #require(throws: ObjectGraphError.self) { try ours.save() }
+        #expect(error.code == .mergeConflict)
+        #expect(error.conflicts.first?.persistedSnapshot == nil)
+        #expect(ours.hasChanges)
+        let check = try context(url, driver: real)
+        #expect(try check.count(for: FetchRequest<ManagedObject>(entityName: "User")) == 0)
+    }
+}
