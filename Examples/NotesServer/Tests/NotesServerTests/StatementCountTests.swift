@@ -65,8 +65,9 @@ struct StatementCountTests {
         #expect(two.answer.notes.count == 4)
         #expect(twenty.answer.notes.count == 40)
         #expect(Set(twenty.answer.notes.compactMap(\.folder)).count == 20)
-        // The notes; their folders. Faulting each note's folder would be 1 + 20.
-        #expect(two.count == 2)
+        // The notes, then their folders; on PostgreSQL the notes' statement joins their folders' rows.
+        // Faulting each note's folder would be 1 + 20.
+        #expect(two.count == (kind == .postgres ? 1 : 2))
         #expect(twenty.count == two.count)
     }
 }
