@@ -11,13 +11,7 @@ import ObjectGraph
 @Suite("PostgreSQL saves take their keys from blocks reserved by committed saves", .needsPostgreSQL)
 struct PostgresKeyReserveTests {
     private func makeContext(_ url: URL, driver: any PostgresDriver) throws -> ManagedObjectContext {
-        let coordinator = PersistentStoreCoordinator(managedObjectModel: PostgresUniqueIndexTests.model)
-        let backend = try PostgresStore(
-            url: url, model: PostgresUniqueIndexTests.model, readOnly: false, maximumConnections: 4, logger: Logger(label: "test"), driver: driver)
-        _ = try coordinator.addTestStore(type: .postgres, url: url, backend: backend)
-        let context = ManagedObjectContext(concurrencyType: .confinement)
-        context.persistentStoreCoordinator = coordinator
-        return context
+        PostgresUniqueIndexTests.context(try PostgresUniqueIndexTests.coordinator(url, driver: driver))
     }
 
     private static func allocations(_ statements: [String]) -> Int {

@@ -67,14 +67,15 @@ struct PostgresUniqueIndexTests {
         EntityDescription(name: "User", properties: [.attribute("email", .string), .attribute("name", .string)], uniquenessConstraints: [["email"]]),
     ])
 
-    private func coordinator(_ url: URL, driver: any PostgresDriver) throws -> PersistentStoreCoordinator {
+    /// A coordinator on the store at `url` (the model above), through `driver`.
+    static func coordinator(_ url: URL, driver: any PostgresDriver) throws -> PersistentStoreCoordinator {
         let coordinator = PersistentStoreCoordinator(managedObjectModel: Self.model)
         let backend = try PostgresStore(url: url, model: Self.model, readOnly: false, maximumConnections: 4, logger: Logger(label: "test"), driver: driver)
         _ = try coordinator.addTestStore(type: .postgres, url: url, backend: backend)
         return coordinator
     }
 
-    private func context(_ coordinator: PersistentStoreCoordinator) -> ManagedObjectContext {
+    static func context(_ coordinator: PersistentStoreCoordinator) -> ManagedObjectContext {
         let context = ManagedObjectContext(concurrencyType: .confinement)
         context.persistentStoreCoordinator = coordinator
         return context
@@ -85,7 +86,7 @@ struct PostgresUniqueIndexTests {
         try coordinator.addPersistentStore(type: .postgres, at: url)
         let request = FetchRequest<ManagedObject>(entityName: "User")
         request.sortDescriptors = [FetchSortDescriptor(key: "email", ascending: true)]
-        return try context(coordinator).fetch(request).compactMap { $0.value(forKey: "email") as? String }
+        return try Self.context(coordinator).fetch(request).compactMap { $0.value(forKey: "email") as? String }
     }
 
     /// Commits, on a connection of its own, a copy of the row a statement inserts under another key,
@@ -107,7 +108,7 @@ struct PostgresUniqueIndexTests {
         let armed = Protected(false)
         let real = try PostgresDrivers.factory().connect(url: url, maximumConnections: 4, logger: Logger(label: "test"))
         let driver = InterposingDriver(real: real, interpose: Self.committingADuplicate(armed))
-        let context = context(try coordinator(url, driver: driver))
+        let context = Self.context(try Self.coordinator(url, driver: driver))
         context.insert("User", ["email": "a@example.com", "name": "a"])
         try context.save()
         #expect(!driver.takeStatements().contains { $0.hasPrefix("SAVEPOINT") })
@@ -136,13 +137,13 @@ struct PostgresUniqueIndexTests {
         let url = try PostgresTestServer.shared.get().makeDatabase()
         let real = try PostgresDrivers.factory().connect(url: url, maximumConnections: 4, logger: Logger(label: "test"))
         let driver = InterposingDriver(real: real) { _, _, _ in }
-        let coordinator = try coordinator(url, driver: driver)
-        let first = context(coordinator)
+        let coordinator = try Self.coordinator(url, driver: driver)
+        let first = Self.context(coordinator)
         let user = first.insert("User", ["email": "a@example.com", "name": "a"])
         try first.save()
         #expect(!Self.checked(driver.takeStatements()))
 
-        let second = context(coordinator)
+        let second = Self.context(coordinator)
         second.insert("User", ["email": "a@example.com", "name": "again"])
         var error = try #require(throws: ObjectGraphError.self) { try second.save() }
         #expect(error.code == .constraintConflict)
@@ -171,12 +172,12 @@ struct PostgresUniqueIndexTests {
     @Test func aStoreWithoutAUniqueIndexIsCheckedBySaves() throws {
         let url = try PostgresTestServer.shared.get().makeDatabase()
         let real = try PostgresDrivers.factory().connect(url: url, maximumConnections: 4, logger: Logger(label: "test"))
-        _ = try coordinator(url, driver: real)
+        _ = try Self.coordinator(url, driver: real)
         try real.transaction(isolation: .readCommitted, readOnly: false) { session in
             _ = try session.execute(#"DROP INDEX "public"."Z_User_UNIQUE_email""#, [])
         }
         let driver = InterposingDriver(real: real) { _, _, _ in }
-        let context = context(try coordinator(url, driver: driver))
+        let context = Self.context(try Self.coordinator(url, driver: driver))
         context.insert("User", ["email": "a@example.com", "name": "a"])
         try context.save()
         #expect(Self.checked(driver.takeStatements()))
@@ -197,7 +198,7 @@ struct PostgresUniqueIndexTests {
                 try session.execute(#"UPDATE "public"."ZUSER" SET "ZEMAIL" = 'b@example.com' WHERE "ZNAME" = 'other'"#, [])
             }
         }
-        let context = context(try coordinator(url, driver: driver))
+        let context = Self.context(try Self.coordinator(url, driver: driver))
         let user = context.insert("User", ["email": "a@example.com", "name": "a"])
         context.insert("User", ["email": "o@example.com", "name": "other"])
         try context.save()

@@ -11,12 +11,7 @@ import ObjectGraph
 @Suite("PostgreSQL saves of one update check its version in the UPDATE", .needsPostgreSQL)
 struct PostgresUpdateVersionTests {
     private func context(_ url: URL, driver: any PostgresDriver) throws -> ManagedObjectContext {
-        let coordinator = PersistentStoreCoordinator(managedObjectModel: PostgresUniqueIndexTests.model)
-        let backend = try PostgresStore(
-            url: url, model: PostgresUniqueIndexTests.model, readOnly: false, maximumConnections: 4, logger: Logger(label: "test"), driver: driver)
-        _ = try coordinator.addTestStore(type: .postgres, url: url, backend: backend)
-        let context = ManagedObjectContext(concurrencyType: .confinement)
-        context.persistentStoreCoordinator = coordinator
+        let context = PostgresUniqueIndexTests.context(try PostgresUniqueIndexTests.coordinator(url, driver: driver))
         context.mergePolicy = .error
         return context
     }
