@@ -6,6 +6,7 @@ import NIOPosix
 import NIOSSL
 import ObjectGraphCore
 import PostgresNIO
+import _ConnectionPoolModule
 
 /// Closes a connection, keeping it alive until it is closed (PostgresNIO requires a connection to
 /// be closed before it goes away).
@@ -19,6 +20,9 @@ private func closeQuietly(_ connection: PostgresConnection) {
 enum PostgresDeadline {
     static let connect: TimeAmount = .seconds(30)
     static let reply: TimeAmount = .seconds(120)
+    /// After how many seconds of failing to open connections, with none open, PostgresClient's pool
+    /// fails the callers waiting for one (and new ones, until a connection opens again).
+    static let circuitBreaker = 15
 }
 
 extension EventLoopFuture where Value: Sendable {
@@ -61,10 +65,19 @@ extension EventLoopFuture where Value: Sendable {
 
 /// The driver ``PersistentStoreCoordinator/registerPostgresStore()`` registers: PostgresNIO connections.
 final class PostgresNIODriverFactory: PostgresDriverFactory {
-    static func connect(url: URL, maximumConnections: Int, logger: Logger) throws -> any PostgresDriver {
+    static func connect(url: URL, maximumConnections: Int, client: (any Sendable)?, logger: Logger) throws -> any PostgresDriver {
         let url = try PostgresURL(url)
-        return try PostgresNIODriver(
-            configuration: url.configuration(), maximumConnections: maximumConnections, poolTimeout: url.poolTimeout, logger: logger)
+        var appClient: PostgresClient?
+        if let client {
+            guard let client = client as? PostgresClient else {
+                throw ObjectGraphError(
+                    .unsupported,
+                    "Store option \(PersistentStoreOption.postgresClient) must be a PostgresClient, not \(type(of: client))",
+                    key: PersistentStoreOption.postgresClient)
+            }
+            appClient = client
+        }
+        return try PostgresNIODriver(url: url, maximumConnections: maximumConnections, poolTimeout: url.poolTimeout, client: appClient, logger: logger)
     }
 }
 
@@ -106,21 +119,32 @@ struct PostgresURL {
         poolTimeout = seconds
     }
 
-    func configuration() throws -> PostgresConnection.Configuration {
-        let tls: PostgresConnection.Configuration.TLS
+    /// The TLS the URL's `sslmode` asks for; nil for none.
+    private func tlsConfiguration() throws -> TLSConfiguration? {
         switch tlsMode {
         case "disable":
-            tls = .disable
+            return nil
         case "require":
             var configuration = TLSConfiguration.makeClientConfiguration()
             configuration.certificateVerification = .none
-            tls = .require(try NIOSSLContext(configuration: configuration))
+            return configuration
         case "verify-full":
-            tls = .require(try NIOSSLContext(configuration: .makeClientConfiguration()))
+            return .makeClientConfiguration()
         default:
             throw PostgresDriverError(kind: .other, message: "Unknown sslmode '\(tlsMode)' (ObjectGraph knows disable, require and verify-full)")
         }
+    }
+
+    /// A connection's configuration (the connections of a store's own outside its pool: listening, snapshots).
+    func configuration() throws -> PostgresConnection.Configuration {
+        let tls: PostgresConnection.Configuration.TLS = try tlsConfiguration().map { .require(try NIOSSLContext(configuration: $0)) } ?? .disable
         return PostgresConnection.Configuration(host: host, port: port, username: user, password: password, database: database, tls: tls)
+    }
+
+    /// The pool's configuration.
+    func clientConfiguration() throws -> PostgresClient.Configuration {
+        let tls: PostgresClient.Configuration.TLS = try tlsConfiguration().map { .require($0) } ?? .disable
+        return PostgresClient.Configuration(host: host, port: port, username: user, password: password, database: database, tls: tls)
     }
 
     /// The URL without its password, for messages.
@@ -131,43 +155,66 @@ struct PostgresURL {
     }
 }
 
-/// A pool of PostgresNIO connections used from synchronous code: a caller blocks on a connection's
-/// futures (never on an event loop: the store is called from contexts' queues and tasks).
+/// The connections of a PostgreSQL store: PostgresNIO's pool (`PostgresClient`), used from
+/// synchronous code. A caller leases a connection for a transaction or a read, then blocks on the
+/// connection's futures (never on an event loop: the store is called from contexts' queues and
+/// tasks).
+///
+/// The client is the store's own, run by a task the store starts and cancels when it closes, or
+/// the app's (``PersistentStoreOption/postgresClient``), which the app runs (in its
+/// `ServiceGroup`, for one) and which the store leaves running.
 final class PostgresNIODriver: PostgresDriver, Sendable {
     private let configuration: PostgresConnection.Configuration
     private let logger: Logger
     private let group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton
-    /// One permit per connection that may be open at once.
-    private let permits: DispatchSemaphore
+    private let client: PostgresClient
+    /// The task that runs the store's own client; nil for the app's.
+    private let runner: Task<Void, Never>?
+    /// Where the leases' tasks (and the store's own client) run: an event loop, never a thread
+    /// of Swift's cooperative pool, which synchronous callers may be blocking.
+    private let executor: EventLoopTaskExecutor
     private let maximumConnections: Int
-    /// How long a caller waits for a permit, in seconds.
+    /// How long a caller waits for a connection, in seconds.
     private let poolTimeout: Double
-    private let state = NIOLockedValueBox(State())
+    /// Fails the waits for a connection of the store's own pool when it cannot open one.
+    private let health = PoolHealth()
+    private let closed = NIOLockedValueBox(false)
+    private let nextID = NIOLockedValueBox(1)
 
-    private struct State {
-        var idle: [PostgresConnection] = []
-        var closed = false
-        var nextID = 1
-    }
-
-    init(configuration: PostgresConnection.Configuration, maximumConnections: Int, poolTimeout: Double = 10, logger: Logger) throws {
-        self.configuration = configuration
+    /// - Parameter client: the app's client, which the app runs; nil for one of the store's own,
+    ///   of at most `maximumConnections` connections.
+    init(
+        url: PostgresURL, maximumConnections: Int, poolTimeout: Double = 10, client: PostgresClient? = nil, logger: Logger
+    ) throws {
+        configuration = try url.configuration()
         self.logger = logger
         self.maximumConnections = max(1, maximumConnections)
         self.poolTimeout = poolTimeout
-        permits = DispatchSemaphore(value: max(1, maximumConnections))
-        // Connect once now, so that a wrong address, user or database fails here.
-        let connection = try connect()
-        state.withLockedValue { $0.idle.append(connection) }
+        executor = EventLoopTaskExecutor(MultiThreadedEventLoopGroup.singleton.next())
+        // Connect once now, so that a wrong address, user or database fails here with the server's
+        // reason (the pool would retry, and a caller would only see its time-out).
+        let first = try Self.connect(configuration, id: 0, on: group, logger: logger)
+        closeQuietly(first)
+        if let client {
+            self.client = client
+            runner = nil
+        } else {
+            var clientConfiguration = try url.clientConfiguration()
+            clientConfiguration.options.maximumConnections = self.maximumConnections
+            clientConfiguration.options.connectTimeout = .seconds(Int64(PostgresDeadline.connect.nanoseconds / 1_000_000_000))
+            var poolLogger = logger
+            poolLogger.handler = PoolWatchingLogHandler(wrapped: logger.handler, health: health)
+            let client = PostgresClient(configuration: clientConfiguration, eventLoopGroup: group, backgroundLogger: poolLogger)
+            self.client = client
+            runner = Task.detached(executorPreference: executor) { await client.run() }
+        }
     }
 
     deinit { close() }
 
-    private func connect() throws -> PostgresConnection {
-        let id = state.withLockedValue { state -> Int in
-            defer { state.nextID += 1 }
-            return state.nextID
-        }
+    private static func connect(
+        _ configuration: PostgresConnection.Configuration, id: Int, on group: any EventLoopGroup, logger: Logger
+    ) throws -> PostgresConnection {
         do {
             let connecting = PostgresConnection.connect(on: group.next(), configuration: configuration, id: id, logger: logger)
             return try connecting.wait(atMost: PostgresDeadline.connect, doing: "connecting") {
@@ -179,63 +226,74 @@ final class PostgresNIODriver: PostgresDriver, Sendable {
         }
     }
 
-    /// An open connection of the pool (one of the idle ones, or a new one), holding a permit; a
-    /// ``PostgresDriverError/Kind/poolExhausted`` error when none is free within the pool's time-out.
-    private func checkOut() throws -> PostgresConnection {
-        if permits.wait(timeout: .now() + .nanoseconds(Int(poolTimeout * 1e9))) == .timedOut {
+    /// A connection leased from the pool; a ``PostgresDriverError/Kind/poolExhausted`` error when
+    /// none is free within the pool's time-out, a ``PostgresDriverError/Kind/connection`` error
+    /// when the store's own pool fails to open one while the caller waits.
+    private func checkOut() throws -> Lease {
+        if closed.withLockedValue({ $0 }) { throw PostgresDriverError(kind: .other, message: "The PostgreSQL store was closed") }
+        let lease = Lease()
+        let client = self.client
+        health.waits(lease)
+        defer { health.stoppedWaiting(lease) }
+        // Detached: a task made here would inherit the caller's task-local values (a pinned query
+        // generation among them) and keep them alive until it ends, after the caller has gone on.
+        let task = Task.detached(executorPreference: executor) {
+            do {
+                try await client.withConnection { connection in
+                    await withCheckedContinuation { lease.hold(connection, until: $0) }
+                }
+            } catch {
+                lease.fail(error)
+            }
+        }
+        switch lease.wait(seconds: poolTimeout) {
+        case .leased:
+            return lease
+        case .failed(let error):
+            task.cancel()
+            throw Self.translate(error)
+        case .timedOut:
+            task.cancel()
             throw PostgresDriverError(
                 kind: .poolExhausted,
-                message: "all \(maximumConnections) connections of the pool stayed in use for \(poolTimeout) s (pool_timeout)")
-        }
-        do {
-            while true {
-                let next = try state.withLockedValue { state -> PostgresConnection? in
-                    if state.closed { throw PostgresDriverError(kind: .other, message: "The PostgreSQL store was closed") }
-                    return state.idle.popLast()
-                }
-                guard let connection = next else { return try connect() }
-                if !connection.isClosed { return connection }
-            }
-        } catch {
-            permits.signal()
-            throw error
+                message: runner == nil
+                    ? "no connection of the app's PostgresClient was free, or could be opened, within \(poolTimeout) s (pool_timeout)"
+                    : "all \(maximumConnections) connections of the pool stayed in use for \(poolTimeout) s (pool_timeout)")
         }
     }
 
-    /// Gives a connection back: kept when it is still usable, closed otherwise.
-    private func checkIn(_ connection: PostgresConnection, usable: Bool) {
-        let keep = usable && !connection.isClosed && state.withLockedValue { state in
-            if state.closed { return false }
-            state.idle.append(connection)
-            return true
-        }
-        if !keep { closeQuietly(connection) }
-        permits.signal()
+    /// Gives a connection back to the pool, closed first when it is not usable (the pool then
+    /// opens another when one is needed).
+    private func checkIn(_ lease: Lease, usable: Bool) {
+        if !usable, let connection = lease.connection { closeQuietly(connection) }
+        lease.release()
     }
 
     @discardableResult
     func transaction<T>(isolation: PostgresIsolation, readOnly: Bool, _ body: (any PostgresSession) throws -> T) throws -> T {
-        var connection = try checkOut()
-        var session = Session(connection: connection, logger: logger)
+        var lease = try checkOut()
+        var session = try Session(lease, logger: logger)
         let begin = "BEGIN ISOLATION LEVEL \(isolation.rawValue)\(readOnly ? " READ ONLY" : "")"
         do {
             try session.execute(begin, [])
         } catch let error as PostgresDriverError where error.kind == .connection {
             // An idle connection the server closed (a restart) that did not look closed yet: nothing
             // ran on it, so the transaction starts again on a new one.
-            checkIn(connection, usable: false)
-            connection = try checkOut()
-            session = Session(connection: connection, logger: logger)
-            do { try session.execute(begin, []) } catch {
-                checkIn(connection, usable: false)
+            checkIn(lease, usable: false)
+            lease = try checkOut()
+            do {
+                session = try Session(lease, logger: logger)
+                try session.execute(begin, [])
+            } catch {
+                checkIn(lease, usable: false)
                 throw error
             }
         } catch {
-            checkIn(connection, usable: false)
+            checkIn(lease, usable: false)
             throw error
         }
         var usable = true
-        defer { checkIn(connection, usable: usable) }
+        defer { checkIn(lease, usable: usable) }
         let result: T
         do {
             result = try body(session)
@@ -257,21 +315,21 @@ final class PostgresNIODriver: PostgresDriver, Sendable {
     func readOneStatement<T>(_ body: (any PostgresSession) throws -> T) throws -> T {
         var retried = false
         while true {
-            let connection = try checkOut()
-            let session = OneStatementSession(Session(connection: connection, logger: logger))
+            let lease = try checkOut()
             do {
+                let session = OneStatementSession(try Session(lease, logger: logger))
                 let result = try body(session)
-                checkIn(connection, usable: true)
+                checkIn(lease, usable: true)
                 return result
             } catch let error as PostgresDriverError where error.kind == .connection {
-                checkIn(connection, usable: false)
+                checkIn(lease, usable: false)
                 // An idle connection the server closed (a restart) that did not look closed yet:
                 // a read changes nothing, so it runs again, once, on a new connection.
                 if retried { throw error }
                 retried = true
             } catch {
                 // Outside a transaction, a statement's error leaves the connection as it was.
-                checkIn(connection, usable: true)
+                checkIn(lease, usable: true)
                 throw error
             }
         }
@@ -285,13 +343,14 @@ final class PostgresNIODriver: PostgresDriver, Sendable {
         return listener
     }
 
+    /// Stops the store's own client (its task's cancellation closes its connections); leaves the
+    /// app's running. Leases under way end as they would; new ones are refused.
     func close() {
-        let idle = state.withLockedValue { state -> [PostgresConnection] in
-            state.closed = true
-            defer { state.idle = [] }
-            return state.idle
+        let first = closed.withLockedValue { closed -> Bool in
+            defer { closed = true }
+            return !closed
         }
-        for connection in idle { closeQuietly(connection) }
+        if first { runner?.cancel() }
     }
 
     func exportSnapshot() throws -> any PostgresExportedSnapshot {
@@ -311,8 +370,12 @@ final class PostgresNIODriver: PostgresDriver, Sendable {
 
     /// A connection of its own for a listener.
     fileprivate func dedicatedConnection() throws -> PostgresConnection {
-        if state.withLockedValue({ $0.closed }) { throw PostgresDriverError(kind: .other, message: "The PostgreSQL store was closed") }
-        return try connect()
+        if closed.withLockedValue({ $0 }) { throw PostgresDriverError(kind: .other, message: "The PostgreSQL store was closed") }
+        let id = nextID.withLockedValue { id -> Int in
+            defer { id += 1 }
+            return id
+        }
+        return try Self.connect(configuration, id: id, on: group, logger: logger)
     }
 
     /// A PostgresNIO or SwiftNIO error as a driver error.
@@ -339,6 +402,16 @@ final class PostgresNIODriver: PostgresDriver, Sendable {
                 return PostgresDriverError(kind: .connection, message: "\(error.code)\(error.underlying.map { ": \($0)" } ?? "")")
             default:
                 return PostgresDriverError(kind: .other, message: String(reflecting: error))
+            }
+        }
+        if let error = error as? ConnectionPoolError {
+            switch error {
+            case .connectionCreationCircuitBreakerTripped:
+                return PostgresDriverError(kind: .connection, message: "the pool could not open a connection for \(PostgresDeadline.circuitBreaker) s")
+            case .poolShutdown:
+                return PostgresDriverError(kind: .other, message: "The PostgreSQL store's connection pool (PostgresClient) is shut down")
+            default:
+                return PostgresDriverError(kind: .other, message: "\(error)")
             }
         }
         if error is ChannelError || error is IOError || error is NIOConnectionError {
@@ -382,6 +455,19 @@ private final class OneStatementSession: PostgresSession {
 private struct Session: PostgresSession {
     let connection: PostgresConnection
     let logger: Logger
+
+    init(connection: PostgresConnection, logger: Logger) {
+        self.connection = connection
+        self.logger = logger
+    }
+
+    /// On a leased connection.
+    init(_ lease: Lease, logger: Logger) throws {
+        guard let connection = lease.connection else {
+            throw PostgresDriverError(kind: .other, message: "PostgresNIODriver: a session on a connection given back to the pool")
+        }
+        self.init(connection: connection, logger: logger)
+    }
 
     func query(_ sql: String, _ parameters: [PostgresValue]) throws -> [[PostgresValue]] {
         try run(sql, parameters).rows.map { row in try row.map(Self.value) }
@@ -636,4 +722,158 @@ private final class NIOListener: PostgresListener, Sendable {
     }
 
     static func quote(_ identifier: String) -> String { "\"" + identifier.replacingOccurrences(of: "\"", with: "\"\"") + "\"" }
+}
+
+/// Runs Swift tasks on one of SwiftNIO's event loops.
+private final class EventLoopTaskExecutor: TaskExecutor {
+    private let eventLoop: any EventLoop
+
+    init(_ eventLoop: any EventLoop) { self.eventLoop = eventLoop }
+
+    func enqueue(_ job: consuming ExecutorJob) {
+        let job = UnownedJob(job)
+        eventLoop.execute { job.runSynchronously(on: self.asUnownedTaskExecutor()) }
+    }
+}
+
+/// A connection of the pool handed to a synchronous caller: a task holds the lease
+/// (`PostgresClient.withConnection`) until the caller releases it, or, when the caller stopped
+/// waiting before it came, gives it back at once.
+private final class Lease: Sendable {
+    enum Outcome {
+        case leased
+        case failed(any Error)
+        case timedOut
+    }
+
+    private enum State {
+        case waiting
+        case leased(PostgresConnection, CheckedContinuation<Void, Never>)
+        case failed(any Error)
+        /// The caller stopped waiting.
+        case abandoned
+        case released
+    }
+
+    private let state = NIOLockedValueBox(State.waiting)
+    private let ready = DispatchSemaphore(value: 0)
+
+    /// The leased connection, until it is released.
+    var connection: PostgresConnection? {
+        state.withLockedValue { state in
+            if case .leased(let connection, _) = state { return connection }
+            return nil
+        }
+    }
+
+    /// Called by the task with the pool's connection: holds it until `release()` resumes `continuation`.
+    func hold(_ connection: PostgresConnection, until continuation: CheckedContinuation<Void, Never>) {
+        let keep = state.withLockedValue { state -> Bool in
+            guard case .waiting = state else { return false }
+            state = .leased(connection, continuation)
+            return true
+        }
+        if keep { ready.signal() } else { continuation.resume() }
+    }
+
+    /// Called by the task when the pool gave no connection.
+    func fail(_ error: any Error) {
+        let waiting = state.withLockedValue { state -> Bool in
+            guard case .waiting = state else { return false }
+            state = .failed(error)
+            return true
+        }
+        if waiting { ready.signal() }
+    }
+
+    /// Waits at most `seconds` for the connection. After a time-out, a connection that comes goes
+    /// back to the pool at once.
+    func wait(seconds: Double) -> Outcome {
+        let timedOut = ready.wait(timeout: .now() + .nanoseconds(Int(seconds * 1e9))) == .timedOut
+        return state.withLockedValue { state -> Outcome in
+            switch state {
+            case .leased: return .leased
+            case .failed(let error): return .failed(error)
+            case .waiting where timedOut:
+                state = .abandoned
+                return .timedOut
+            case .waiting, .abandoned, .released: preconditionFailure("Lease.wait: the lease was signalled without an outcome")
+            }
+        }
+    }
+
+    /// Gives the connection back to the pool.
+    func release() {
+        let continuation = state.withLockedValue { state -> CheckedContinuation<Void, Never>? in
+            guard case .leased(_, let continuation) = state else { return nil }
+            state = .released
+            return continuation
+        }
+        continuation?.resume()
+    }
+}
+
+/// What a store's own pool says of its attempts to open connections, for the callers waiting for
+/// one: when an attempt fails, they stop waiting with the connection's error, as a caller whose
+/// own attempt failed would, rather than wait for the pool's time-out while the server is down.
+private final class PoolHealth: Sendable {
+    private let waiting = NIOLockedValueBox<[ObjectIdentifier: Lease]>([:])
+
+    func waits(_ lease: Lease) {
+        waiting.withLockedValue { $0[ObjectIdentifier(lease)] = lease }
+    }
+
+    func stoppedWaiting(_ lease: Lease) {
+        _ = waiting.withLockedValue { $0.removeValue(forKey: ObjectIdentifier(lease)) }
+    }
+
+    /// The pool could not open a connection: every caller waiting for one fails with `error`.
+    func connectFailed(_ error: String) {
+        let failed = waiting.withLockedValue { waiting -> [Lease] in
+            defer { waiting = [:] }
+            return Array(waiting.values)
+        }
+        for lease in failed {
+            lease.fail(PostgresDriverError(kind: .connection, message: "the pool could not open a connection: \(error)"))
+        }
+    }
+}
+
+/// The log handler of a store's own pool (`PostgresClient`'s background logger): the store's log,
+/// and for ``PoolHealth`` each failed attempt to open a connection, which PostgresClient reports
+/// only there (as "Connection creation failed", at the info level, with the error).
+private struct PoolWatchingLogHandler: LogHandler {
+    var wrapped: any LogHandler
+    let health: PoolHealth
+
+    static let connectFailedMessage = "Connection creation failed"
+
+    var metadata: Logger.Metadata {
+        get { wrapped.metadata }
+        set { wrapped.metadata = newValue }
+    }
+
+    var metadataProvider: Logger.MetadataProvider? {
+        get { wrapped.metadataProvider }
+        set { wrapped.metadataProvider = newValue }
+    }
+
+    /// At most info, to hear the failed attempts whatever the store's log level; messages below
+    /// the store's own level are not passed on.
+    var logLevel: Logger.Level {
+        get { min(wrapped.logLevel, .info) }
+        set { wrapped.logLevel = newValue }
+    }
+
+    subscript(metadataKey key: String) -> Logger.Metadata.Value? {
+        get { wrapped[metadataKey: key] }
+        set { wrapped[metadataKey: key] = newValue }
+    }
+
+    func log(event: LogEvent) {
+        if event.message.description == Self.connectFailedMessage {
+            health.connectFailed(event.metadata?["psql_error"].map { "\($0)" } ?? "no reason given")
+        }
+        if event.level >= wrapped.logLevel { wrapped.log(event: event) }
+    }
 }

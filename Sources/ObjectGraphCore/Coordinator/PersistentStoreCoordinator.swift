@@ -127,6 +127,7 @@ public final class PersistentStoreCoordinator: Sendable, CustomStringConvertible
         type: StoreType, configuration: String? = nil, at url: URL? = nil, options: [String: any Sendable]? = nil
     ) throws -> PersistentStore {
         try managedObjectModel.validate()
+        let postgresClient = options?[PersistentStoreOption.postgresClient]
         if let configuration, configuration != Self.defaultConfigurationName,
            managedObjectModel.entities(forConfigurationName: configuration) == nil {
             throw ObjectGraphError(
@@ -177,7 +178,8 @@ public final class PersistentStoreCoordinator: Sendable, CustomStringConvertible
             }
             // Connections: one per reader the options allow, and one for saves.
             backend = try PostgresStore(
-                url: url, model: managedObjectModel, readOnly: readOnly, maximumConnections: readers + 1, logger: logger, migration: migration,
+                url: url, model: managedObjectModel, readOnly: readOnly, maximumConnections: readers + 1, client: postgresClient, logger: logger,
+                migration: migration,
                 historyTracking: options.historyTracking)
         case .binary, .xml:
             guard let url else { throw ObjectGraphError(.io, "A \(type) store needs a file URL") }

@@ -37,6 +37,13 @@ public enum PersistentStoreOption {
     public static let durability = "ObjectGraphDurability"
     /// A `Bool`: open the store read-only; a save then throws `ObjectGraphError.readOnly`.
     public static let readOnly = "NSReadOnlyPersistentStoreOption"
+    /// A `PostgresClient` (PostgresNIO's pool, from the product `ObjectGraphPostgres`): the
+    /// connections of a PostgreSQL store, shared with the app's own queries. The app runs the
+    /// client (`client.run()`, or the client as a service of its `ServiceGroup`), and it must be
+    /// running when the store is added; the store leaves it running when it is removed. Without it
+    /// a PostgreSQL store has a client of its own, of as many connections as it has readers, plus
+    /// one. See <doc:ScalingOutWithPostgreSQL>.
+    public static let postgresClient = "ObjectGraphPostgresClient"
     /// An `Int`: how many SQLite reader connections the store may open at once. Default: 5.
     public static let maximumReaderCount = "ObjectGraphMaximumReaderCount"
     /// A `Double`: how long (seconds) a writer waits on a lock held by another process. Default: 5.

@@ -177,7 +177,17 @@ package protocol PostgresDriverFactory {
     /// names, with at most `maximumConnections` connections at once. A caller waits for a
     /// connection at most the URL's `pool_timeout` seconds (10 when it names none), then gets a
     /// ``PostgresDriverError/Kind/poolExhausted`` error.
-    static func connect(url: URL, maximumConnections: Int, logger: Logger) throws -> any PostgresDriver
+    ///
+    /// - Parameter client: the app's pool (``PersistentStoreOption/postgresClient``), which the
+    ///   app runs; nil for a pool of the store's own.
+    static func connect(url: URL, maximumConnections: Int, client: (any Sendable)?, logger: Logger) throws -> any PostgresDriver
+}
+
+extension PostgresDriverFactory {
+    /// Connects with a pool of the store's own.
+    static func connect(url: URL, maximumConnections: Int, logger: Logger) throws -> any PostgresDriver {
+        try connect(url: url, maximumConnections: maximumConnections, client: nil, logger: logger)
+    }
 }
 
 /// The driver a program registered for `StoreType.postgres`.

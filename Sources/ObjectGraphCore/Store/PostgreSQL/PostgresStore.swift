@@ -45,12 +45,13 @@ final class PostgresStore: StoreBackend {
 
     var statementCount: Int { statements.value }
 
+    /// - Parameter client: the app's pool (``PersistentStoreOption/postgresClient``); nil for the store's own.
     /// - Parameter driver: the connections to use (tests); nil to connect to `url` with the registered driver.
     /// - Parameter migration: the migration options the store was added with: a store written with
     ///   another model is migrated when they say so (see `PostgresStore+Migration.swift`).
     init(
-        url: URL, model: ManagedObjectModel, readOnly: Bool, maximumConnections: Int, logger: Logger, driver: (any PostgresDriver)? = nil,
-        migration: MigrationSettings? = nil, historyTracking: Bool = false
+        url: URL, model: ManagedObjectModel, readOnly: Bool, maximumConnections: Int, client: (any Sendable)? = nil, logger: Logger,
+        driver: (any PostgresDriver)? = nil, migration: MigrationSettings? = nil, historyTracking: Bool = false
     ) throws {
         self.historyTracking = historyTracking
         try StoreFiles.require(
@@ -63,7 +64,8 @@ final class PostgresStore: StoreBackend {
         self.schemaName = schemaName
         let schema = CoreDataLayout(model: model)
         self.schema = schema
-        let driver = try driver ?? PostgresDrivers.factory().connect(url: url, maximumConnections: max(1, maximumConnections), logger: logger)
+        let driver = try driver ?? PostgresDrivers.factory().connect(
+            url: url, maximumConnections: max(1, maximumConnections), client: client, logger: logger)
         self.driver = driver
         let opened: PostgresStoreTables.Opened
         do {
