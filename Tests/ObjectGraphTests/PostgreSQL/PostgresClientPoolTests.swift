@@ -34,8 +34,10 @@ struct PostgresClientPoolTests {
     /// the app lets it go, the store reads and saves. Removing the store leaves the client running.
     @Test(.timeLimit(.minutes(2)))
     func aStoreGivenTheAppsClientTakesItsConnectionsFromIt() async throws {
-        let url = try database(poolTimeout: 0.5)
+        let url = try database(poolTimeout: 2)
         try await withAppClient(url, connections: 1) { client in
+            // Its connection open before the store is added (a busy machine may take a while).
+            try await client.query("SELECT 1")
             let coordinator = PersistentStoreCoordinator(managedObjectModel: TestModels.notes())
             let store = try coordinator.addPersistentStore(type: .postgres, at: url, options: [PersistentStoreOption.postgresClient: client])
             let context = ManagedObjectContext(concurrencyType: .privateQueue)

@@ -40,7 +40,7 @@ struct PostgresStoreTablesTests {
             Issue.record("Note.tags has no join table")
             return
         }
-        let expected = Set(["Z_METADATA", "Z_PRIMARYKEY", "Z_OGCHANGE", "Z_MODELCACHE", join] + model.entitiesByCode.map { schema.tableName(for: $0) })
+        let expected = Set(["Z_METADATA", "Z_PRIMARYKEY", "Z_OGCHANGE", "Z_OGCHANGECOUNT", "Z_MODELCACHE", join] + model.entitiesByCode.map { schema.tableName(for: $0) })
         #expect(Set(tables) == expected)
         let note = schema.tableName(for: model.entitiesByName["Note"]!)
         let columns = try strings(
@@ -118,6 +118,44 @@ struct PostgresStoreTablesTests {
         }
         #expect(identifiers.withLock { Set($0).count } == 1)
         #expect(identifiers.withLock { $0.count } == drivers.count)
+    }
+
+    /// Every save takes the next number of the change log from its count, in commit order: saves
+    /// of two coordinators at once get the numbers 1, 2, 3, … with none twice and none skipped. A
+    /// store written before the count existed gets one at its next opening, starting at the
+    /// log's last number.
+    @Test func savesNumberTheChangeLogFromItsCountAndAnOlderStoreGetsOne() throws {
+        let server = try PostgresTestServer.shared.get()
+        let url = try server.makeDatabase()
+        let coordinators = try (0..<2).map { _ in
+            let coordinator = PersistentStoreCoordinator(managedObjectModel: TestModels.notes())
+            try coordinator.addPersistentStore(type: .postgres, at: url)
+            return coordinator
+        }
+        let savesEach = 12
+        DispatchQueue.concurrentPerform(iterations: 4) { worker in
+            let context = ManagedObjectContext(concurrencyType: .confinement)
+            context.persistentStoreCoordinator = coordinators[worker % 2]
+            for index in 0..<savesEach {
+                context.insert("Folder", ["name": "w\(worker) f\(index)"])
+                do { try context.save() } catch { Issue.record("worker \(worker), save \(index): \(error)") }
+            }
+        }
+        func numbers() throws -> [String] {
+            try server.psql("SELECT \"Z_TX\" FROM \"Z_OGCHANGE\" ORDER BY 1", database: url.lastPathComponent)
+                .split(separator: "\n").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
+        }
+        #expect(try numbers() == (1...(4 * savesEach)).map(String.init))
+
+        // As a store written before the count: its count dropped, then opened again.
+        _ = try server.psql("DROP TABLE \"Z_OGCHANGECOUNT\"", database: url.lastPathComponent)
+        let later = PersistentStoreCoordinator(managedObjectModel: TestModels.notes())
+        try later.addPersistentStore(type: .postgres, at: url)
+        let context = ManagedObjectContext(concurrencyType: .confinement)
+        context.persistentStoreCoordinator = later
+        context.insert("Folder", ["name": "after"])
+        try context.save()
+        #expect(try numbers() == (1...(4 * savesEach + 1)).map(String.init))
     }
 
     @Test func anUnreachableServerIsAnIOErrorNamingIt() throws {

@@ -9,9 +9,12 @@ import Foundation
 /// if, the transaction commits. A notification carries only the number, never the IDs, so it is
 /// never near PostgreSQL's 8000-byte limit: listeners read the rows after the last number they saw.
 ///
-/// Numbers follow commit order because the row is written under a transaction-scoped advisory
-/// lock taken at the end of the save and held until its commit: a listener that has read up to
-/// `n` has missed nothing before `n`. The log keeps the last ``retainedTransactions`` rows; a
+/// Numbers follow commit order because each save takes its number by incrementing the one row of
+/// the log's count (`Z_OGCHANGECOUNT`), at the end of the save: the row stays locked until the
+/// save commits or rolls back, and the next save's increment waits for it, then reads the row as
+/// it committed. A listener that has read up to `n` has missed nothing before `n`. The count, the
+/// log's row and the notification are one statement, so a save holds the lock from that
+/// statement to its COMMIT, with no other statement between. The log keeps the last ``retainedTransactions`` rows; a
 /// listener that finds a gap (it was away longer) reports a change it cannot name row by row.
 enum PostgresChangeLog {
     /// How many transactions the log keeps.
@@ -131,22 +134,22 @@ enum PostgresChangeLog {
         backend: PostgresStore, session: any PostgresSession
     ) throws -> (number: Int64, txid: Int64) {
         let table = backend.table(PostgresStoreTables.changeTable)
-        backend.count(2)
-        // The lock is a statement of its own: the row's number reads the log's last one, which a
-        // statement sees as of its start, so only a statement after the lock sees every earlier commit.
-        _ = try session.query("SELECT pg_advisory_xact_lock(hashtext($1))", [.text("ObjectGraph changes " + backend.schemaName)])
-        // The row and its notification in one statement (one round trip less for every save).
+        backend.count()
+        // The number, the row and its notification in one statement. An UPDATE that waited for the
+        // row's lock reads the row as the save before committed it (READ COMMITTED), where a
+        // SELECT of the log's last number would read it as of the statement's start.
         let rows = try session.query(
             """
-            WITH logged AS (INSERT INTO \(table) ("Z_TX", "Z_AUTHOR", "Z_TIME", "Z_CHANGES") \
-            SELECT COALESCE(MAX("Z_TX"), 0) + 1, $1, $2, $3 FROM \(table) RETURNING "Z_TX", txid_current() AS txid) \
+            WITH counted AS (UPDATE \(backend.table(PostgresStoreTables.changeCountTable)) SET "Z_TX" = "Z_TX" + 1 RETURNING "Z_TX"), \
+            logged AS (INSERT INTO \(table) ("Z_TX", "Z_AUTHOR", "Z_TIME", "Z_CHANGES") \
+            SELECT "Z_TX", $1, $2, $3 FROM counted RETURNING "Z_TX", txid_current() AS txid) \
             SELECT "Z_TX", txid, pg_notify($4, "Z_TX"::text) FROM logged
             """,
             [.text(backend.instanceID), .double(Date().timeIntervalSinceReferenceDate),
              .text(encode(request, permanentIDs: permanentIDs, schema: backend.schema, insertedKeys: insertedKeys, deletedKeys: deletedKeys)),
              .text(channel(forStore: backend.identifier))])
         guard let row = rows.first, row.count == 3, let number = row[0].integer, let txid = row[1].integer else {
-            throw ObjectGraphError(.io, "The \(StoreType.postgres) store \(backend.location) did not number a save in its change log", url: backend.url)
+            throw ObjectGraphError(.io, "The \(StoreType.postgres) store \(backend.location) did not number a save in its change log (its count, \(PostgresStoreTables.changeCountTable), has no row)", url: backend.url)
         }
         if number % 1000 == 0 {
             backend.count()

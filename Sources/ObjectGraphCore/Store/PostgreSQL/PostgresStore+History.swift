@@ -125,7 +125,7 @@ extension PostgresStore {
     }
 
     /// The number of the transaction being written: the change log's row this transaction added
-    /// last (its advisory lock keeps the numbers in commit order).
+    /// last (the log's count, locked until this transaction ends, keeps the numbers in commit order).
     func changeLogNumber(session: any PostgresSession) throws -> Int64? {
         count()
         return try session.query("SELECT MAX(\"Z_TX\") FROM \(table(PostgresStoreTables.changeTable))", []).first?.first?.integer

@@ -102,7 +102,8 @@ extension PostgresStore {
 
     /// The tables a migration keeps: the store's own, not the model's.
     static let keptByMigration = [
-        PostgresStoreTables.metadataTable, PostgresStoreTables.primaryKeyTable, PostgresStoreTables.changeTable, PostgresStoreTables.modelCacheTable,
+        PostgresStoreTables.metadataTable, PostgresStoreTables.primaryKeyTable, PostgresStoreTables.changeTable, PostgresStoreTables.changeCountTable,
+        PostgresStoreTables.modelCacheTable,
     ] + historyTables
 
     /// How many old rows a streaming migration reads, carries over and writes at a time.

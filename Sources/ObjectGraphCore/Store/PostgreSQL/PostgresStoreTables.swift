@@ -15,6 +15,9 @@ enum PostgresStoreTables {
     static let primaryKeyTable = CoreDataLayout.primaryKeyTable
     /// The store's change log: one row per committed save (see ``PostgresChangeLog``).
     static let changeTable = "Z_OGCHANGE"
+    /// The change log's count: one row, the number of the last save logged, which each save
+    /// increments (see ``PostgresChangeLog``).
+    static let changeCountTable = "Z_OGCHANGECOUNT"
     /// The model that wrote the store, compiled as in an SQLite store's `Z_MODELCACHE`, so that a
     /// migration knows its source model without the app keeping it.
     static let modelCacheTable = CoreDataLayout.modelCacheTable
@@ -32,6 +35,13 @@ enum PostgresStoreTables {
     /// `CREATE TABLE` for the change log, in the schema the statement qualifies it with.
     static func changeTableStatement(_ qualified: String) -> String {
         "CREATE TABLE IF NOT EXISTS \(qualified) (\"Z_TX\" BIGINT PRIMARY KEY, \"Z_AUTHOR\" TEXT, \"Z_TIME\" DOUBLE PRECISION, \"Z_CHANGES\" TEXT)"
+    }
+
+    /// Creates the change log's count, starting from the log's last number, in the schema of the
+    /// qualified names (the caller's transaction holds the schema's advisory lock).
+    static func createChangeCount(_ session: any PostgresSession, count: String, log: String) throws {
+        try session.execute("CREATE TABLE \(count) (\"Z_TX\" BIGINT NOT NULL)", [])
+        try session.execute("INSERT INTO \(count) (\"Z_TX\") SELECT COALESCE(MAX(\"Z_TX\"), 0) FROM \(log)", [])
     }
 
     /// The schema a store URL names (`?schema=NAME`), `public` when it names none.
@@ -82,8 +92,12 @@ enum PostgresStoreTables {
                         .incompatibleModel, "The store in schema \(schemaName) of \(location) was written with another model (\(problem))")
                 }
                 // Stores created before the change log and the model cache existed get them now.
+                let log = "\(quotedSchema).\(CoreDataLayout.quote(changeTable))"
                 if !tables.contains(changeTable) {
-                    try session.execute(changeTableStatement("\(quotedSchema).\(CoreDataLayout.quote(changeTable))"), [])
+                    try session.execute(changeTableStatement(log), [])
+                }
+                if !tables.contains(changeCountTable) {
+                    try createChangeCount(session, count: "\(quotedSchema).\(CoreDataLayout.quote(changeCountTable))", log: log)
                 }
                 if !tables.contains(modelCacheTable) {
                     try writeModelCache(session, model: schema.model, schemaName: schemaName)
@@ -118,6 +132,7 @@ enum PostgresStoreTables {
         try session.execute("CREATE TABLE \(CoreDataLayout.quote(primaryKeyTable)) (\"Z_ENT\" BIGINT PRIMARY KEY, \"Z_NAME\" TEXT, \"Z_SUPER\" BIGINT, \"Z_MAX\" BIGINT)", [])
         try session.execute("CREATE TABLE \(CoreDataLayout.quote(metadataTable)) (\"Z_VERSION\" BIGINT PRIMARY KEY, \"Z_UUID\" TEXT, \"Z_PLIST\" BYTEA)", [])
         try session.execute(changeTableStatement(CoreDataLayout.quote(changeTable)), [])
+        try createChangeCount(session, count: CoreDataLayout.quote(changeCountTable), log: CoreDataLayout.quote(changeTable))
         try writeModelCache(session, model: schema.model, schemaName: schemaName)
         try createEntityTables(session, schema: schema, maxKeys: [:])
         let identifier = UUID().uuidString
