@@ -877,3 +877,30 @@ private struct PoolWatchingLogHandler: LogHandler {
         if event.level >= wrapped.logLevel { wrapped.log(event: event) }
     }
 }
+
+// Reflection (`Mirror`, and with it `dump` and Swift Testing's account of a failed expectation,
+// which walks the values it names) stops at the driver's objects. Below them are SwiftNIO's
+// connections and event loops, whose state their own threads change under their own locks:
+// reading it from outside them is a data race.
+
+extension PostgresNIODriver: CustomReflectable {
+    var customMirror: Mirror {
+        Mirror(self, children: ["maximumConnections": maximumConnections, "poolTimeout": poolTimeout, "ownsClient": runner != nil])
+    }
+}
+
+extension NIOListener: CustomReflectable {
+    var customMirror: Mirror { Mirror(self, children: ["channel": channel]) }
+}
+
+extension ExportedSnapshot: CustomReflectable {
+    var customMirror: Mirror { Mirror(self, children: ["id": id]) }
+}
+
+extension EventLoopTaskExecutor: CustomReflectable {
+    var customMirror: Mirror { Mirror(self, children: [:]) }
+}
+
+extension Lease: CustomReflectable {
+    var customMirror: Mirror { Mirror(self, children: [:]) }
+}
