@@ -254,11 +254,7 @@ final class PostgresNIODriver: PostgresDriver, Sendable {
             throw Self.translate(error)
         case .timedOut:
             task.cancel()
-            throw PostgresDriverError(
-                kind: .poolExhausted,
-                message: runner == nil
-                    ? "no connection of the app's PostgresClient was free, or could be opened, within \(poolTimeout) s (pool_timeout)"
-                    : "all \(maximumConnections) connections of the pool stayed in use for \(poolTimeout) s (pool_timeout)")
+            throw poolExhausted()
         }
     }
 
@@ -333,6 +329,79 @@ final class PostgresNIODriver: PostgresDriver, Sendable {
                 throw error
             }
         }
+    }
+
+    func query(_ sql: String, _ parameters: [PostgresValue]) async throws -> [[PostgresValue]] {
+        let query = PostgresQuery(unsafeSQL: sql, binds: try Session.binds(parameters))
+        let logger = self.logger
+        var retried = false
+        while true {
+            do {
+                return try await withLeasedConnection { connection in
+                    var result: [[PostgresValue]] = []
+                    for try await row in try await connection.query(query, logger: logger) {
+                        var cells: [PostgresValue] = []
+                        cells.reserveCapacity(row.count)
+                        for cell in row { cells.append(try Session.value(cell)) }
+                        result.append(cells)
+                    }
+                    return result
+                }
+            } catch let failure as LeaseFailure {
+                throw failure.error
+            } catch {
+                let error = Self.translate(error)
+                // An idle connection the server closed (a restart): a read runs again, once.
+                if error.kind == .connection && !retried {
+                    retried = true
+                    continue
+                }
+                throw error
+            }
+        }
+    }
+
+    /// Runs `body` with a connection of the pool, suspending the caller (no thread waits) until
+    /// one is free, at most the pool's time-out.
+    private func withLeasedConnection<T: Sendable>(_ body: @escaping @Sendable (PostgresConnection) async throws -> T) async throws -> T {
+        if closed.withLockedValue({ $0 }) { throw PostgresDriverError(kind: .other, message: "The PostgreSQL store was closed") }
+        let wait = AsyncLeaseWait()
+        health.waits(wait)
+        defer { health.stoppedWaiting(wait) }
+        let client = self.client
+        let task = Task.detached(executorPreference: executor) { () async throws -> T in
+            try await client.withConnection { connection in
+                guard wait.leased() else { throw CancellationError() }
+                return try await body(connection)
+            }
+        }
+        wait.watch { task.cancel() }
+        let exhausted = poolExhausted()
+        let timer = Task.detached(executorPreference: executor) { [poolTimeout] in
+            try await Task.sleep(nanoseconds: UInt64(poolTimeout * 1e9))
+            wait.fail(exhausted)
+        }
+        defer { timer.cancel() }
+        do {
+            return try await withTaskCancellationHandler { try await task.value } onCancel: { task.cancel() }
+        } catch {
+            if let failure = wait.failure { throw LeaseFailure(error: Self.translate(failure)) }
+            throw error
+        }
+    }
+
+    /// No connection came: the pool's time-out, or the pool failing to open one.
+    private struct LeaseFailure: Error {
+        var error: PostgresDriverError
+    }
+
+    /// The error of a caller that waited the pool's time-out for a connection.
+    private func poolExhausted() -> PostgresDriverError {
+        PostgresDriverError(
+            kind: .poolExhausted,
+            message: runner == nil
+                ? "no connection of the app's PostgresClient was free, or could be opened, within \(poolTimeout) s (pool_timeout)"
+                : "all \(maximumConnections) connections of the pool stayed in use for \(poolTimeout) s (pool_timeout)")
     }
 
     func listen(
@@ -488,7 +557,8 @@ private struct Session: PostgresSession {
         }
     }
 
-    private func run(_ sql: String, _ parameters: [PostgresValue]) throws -> PostgresQueryResult {
+    /// A statement's parameters as PostgresNIO binds them.
+    static func binds(_ parameters: [PostgresValue]) throws -> PostgresBindings {
         var binds = PostgresBindings(capacity: parameters.count)
         for parameter in parameters {
             switch parameter {
@@ -501,6 +571,11 @@ private struct Session: PostgresSession {
             case .array(let element, let values): try binds.append(ArrayParameter(element: element, values: values))
             }
         }
+        return binds
+    }
+
+    private func run(_ sql: String, _ parameters: [PostgresValue]) throws -> PostgresQueryResult {
+        let binds = try Self.binds(parameters)
         do {
             return try connection.query(PostgresQuery(unsafeSQL: sql, binds: binds), logger: logger)
                 .wait(atMost: PostgresDeadline.reply, on: connection, doing: "running \(sql.prefix(80))") { closeQuietly(connection) }
@@ -540,7 +615,7 @@ private struct Session: PostgresSession {
         return elements
     }
 
-    private static func value(_ cell: PostgresCell) throws -> PostgresValue {
+    static func value(_ cell: PostgresCell) throws -> PostgresValue {
         guard cell.bytes != nil, cell.dataType != .void else { return .null }  // void: a function that returns nothing
         do {
             switch cell.dataType {
@@ -739,7 +814,7 @@ private final class EventLoopTaskExecutor: TaskExecutor {
 /// A connection of the pool handed to a synchronous caller: a task holds the lease
 /// (`PostgresClient.withConnection`) until the caller releases it, or, when the caller stopped
 /// waiting before it came, gives it back at once.
-private final class Lease: Sendable {
+private final class Lease: PoolWaiter {
     enum Outcome {
         case leased
         case failed(any Error)
@@ -817,19 +892,19 @@ private final class Lease: Sendable {
 /// one: when an attempt fails, they stop waiting with the connection's error, as a caller whose
 /// own attempt failed would, rather than wait for the pool's time-out while the server is down.
 private final class PoolHealth: Sendable {
-    private let waiting = NIOLockedValueBox<[ObjectIdentifier: Lease]>([:])
+    private let waiting = NIOLockedValueBox<[ObjectIdentifier: any PoolWaiter]>([:])
 
-    func waits(_ lease: Lease) {
+    func waits(_ lease: any PoolWaiter) {
         waiting.withLockedValue { $0[ObjectIdentifier(lease)] = lease }
     }
 
-    func stoppedWaiting(_ lease: Lease) {
+    func stoppedWaiting(_ lease: any PoolWaiter) {
         _ = waiting.withLockedValue { $0.removeValue(forKey: ObjectIdentifier(lease)) }
     }
 
     /// The pool could not open a connection: every caller waiting for one fails with `error`.
     func connectFailed(_ error: String) {
-        let failed = waiting.withLockedValue { waiting -> [Lease] in
+        let failed = waiting.withLockedValue { waiting -> [any PoolWaiter] in
             defer { waiting = [:] }
             return Array(waiting.values)
         }
@@ -875,6 +950,58 @@ private struct PoolWatchingLogHandler: LogHandler {
             health.connectFailed(event.metadata?["psql_error"].map { "\($0)" } ?? "no reason given")
         }
         if event.level >= wrapped.logLevel { wrapped.log(event: event) }
+    }
+}
+
+/// A caller waiting for a connection of the pool, which ``PoolHealth`` fails when the pool
+/// cannot open one.
+private protocol PoolWaiter: AnyObject, Sendable {
+    /// Ends the wait with `error`, unless the connection has come.
+    func fail(_ error: any Error)
+}
+
+/// An asynchronous caller's wait for a connection: failed by the pool's time-out or by
+/// ``PoolHealth``, which cancels the task waiting in the pool, unless the connection came first.
+private final class AsyncLeaseWait: PoolWaiter {
+    private enum State {
+        case waiting
+        case leased
+        case failed(any Error)
+    }
+
+    private let state = NIOLockedValueBox(State.waiting)
+    private let cancel = NIOLockedValueBox<(@Sendable () -> Void)?>(nil)
+
+    /// Called with the connection: whether the caller still wants it.
+    func leased() -> Bool {
+        state.withLockedValue { state in
+            guard case .waiting = state else { return false }
+            state = .leased
+            return true
+        }
+    }
+
+    func fail(_ error: any Error) {
+        let failed = state.withLockedValue { state -> Bool in
+            guard case .waiting = state else { return false }
+            state = .failed(error)
+            return true
+        }
+        if failed { cancel.withLockedValue { $0 }?() }
+    }
+
+    /// How to stop the task waiting in the pool; called at once when the wait has already failed.
+    func watch(_ cancel: @escaping @Sendable () -> Void) {
+        self.cancel.withLockedValue { $0 = cancel }
+        if failure != nil { cancel() }
+    }
+
+    /// Why the wait failed, if it did.
+    var failure: (any Error)? {
+        state.withLockedValue { state in
+            if case .failed(let error) = state { return error }
+            return nil
+        }
     }
 }
 

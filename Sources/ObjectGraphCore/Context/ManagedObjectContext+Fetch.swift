@@ -89,7 +89,7 @@ extension ManagedObjectContext {
     // MARK: - Objects and IDs
 
     /// What a fetch is for.
-    enum FetchPurpose {
+    enum FetchPurpose: Sendable {
         case objects, objectIDs
     }
 
@@ -116,7 +116,11 @@ extension ManagedObjectContext {
     /// The objects a request matches as this context sees them (its parent store's rows with its
     /// unsaved changes applied), registered here, in order.
     private func fetchObjects<T>(_ request: FetchRequest<T>, entity: EntityDescription) throws -> [ManagedObject] {
-        let matched = try matches(request, entity: entity, for: .objects)
+        try prefetched(request, try matches(request, entity: entity, for: .objects))
+    }
+
+    /// The objects a fetch matched, with the relationships it asks to prefetch filled.
+    func prefetched<T>(_ request: FetchRequest<T>, _ matched: FetchMatches) throws -> [ManagedObject] {
         let objects = matched.objects
         if let keyPaths = request.relationshipKeyPathsForPrefetching, !keyPaths.isEmpty {
             try withExtendedLifetime(matched) { try prefetch(keyPaths, for: objects) }
@@ -132,6 +136,22 @@ extension ManagedObjectContext {
     /// in a parent) touches the entity; otherwise the rows come unordered, are registered as
     /// objects here, and are sorted and paged in memory.
     func matches<T>(_ request: FetchRequest<T>, entity: EntityDescription, for purpose: FetchPurpose) throws -> FetchMatches {
+        let plan = matchPlan(request, entity: entity, for: purpose)
+        let fetched = try viewRows(plan.asked, includingPendingChanges: request.includesPendingChanges, leasing: plan.leasing, forChild: false)
+        return try matches(request, plan: plan, fetched: fetched)
+    }
+
+    /// What a fetch asks its parent store, and how its rows become what it returns.
+    struct MatchPlan: Sendable {
+        var purpose: FetchPurpose
+        var asked: StoreFetchRequest
+        var batched: Bool
+        var asFaults: Bool
+        /// Whether the rows come with references on the row cache's rows, for faults.
+        var leasing: Bool
+    }
+
+    func matchPlan<T>(_ request: FetchRequest<T>, entity: EntityDescription, for purpose: FetchPurpose) -> MatchPlan {
         let sorts = request.sortDescriptors ?? []
         let batched = purpose == .objects && request.fetchBatchSize > 0
         // Values come with the rows when the objects want them, when fetched IDs fill the row cache,
@@ -147,9 +167,14 @@ extension ManagedObjectContext {
            let keyPaths = request.relationshipKeyPathsForPrefetching {
             asked.prefetchedToOnes = Self.toOnesFirst(in: keyPaths, of: entity)
         }
-        let fetched = try viewRows(
-            asked, includingPendingChanges: request.includesPendingChanges, leasing: values && (asFaults || purpose == .objectIDs), forChild: false)
+        return MatchPlan(
+            purpose: purpose, asked: asked, batched: batched, asFaults: asFaults, leasing: values && (asFaults || purpose == .objectIDs))
+    }
 
+    /// What a fetch matched, from the rows this context sees for its plan.
+    func matches<T>(_ request: FetchRequest<T>, plan: MatchPlan, fetched: FetchedRows) throws -> FetchMatches {
+        let sorts = request.sortDescriptors ?? []
+        let purpose = plan.purpose, batched = plan.batched, asFaults = plan.asFaults
         if fetched.isOrdered {
             switch purpose {
             case .objectIDs:

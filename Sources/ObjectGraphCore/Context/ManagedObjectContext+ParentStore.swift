@@ -283,7 +283,7 @@ extension ManagedObjectContext: ParentStore {
     /// so that the frame of ``viewRows(_:includingPendingChanges:leasing:forChild:)``, one per
     /// context of a chain, stays small.
     @inline(never)
-    private func canonicalizeIDs(of fetched: inout FetchedRows) {
+    func canonicalizeIDs(of fetched: inout FetchedRows) {
         for index in fetched.rows.indices { fetched.rows[index].id = canonical(fetched.rows[index].id) }
         for index in fetched.destinations.indices { fetched.destinations[index].id = canonical(fetched.destinations[index].id) }
     }

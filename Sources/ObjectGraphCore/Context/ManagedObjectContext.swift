@@ -303,6 +303,31 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
         }
     }
 
+    /// Work that leaves the queue and comes back to it (an asynchronous fetch's read): counted by
+    /// the container, which waits for it before it shuts down, from now until `block` has run on
+    /// the queue. Nil when the container is shutting down. Called on the queue.
+    func holdForReturn() -> ReturnHold? {
+        let tracker = activityTracker
+        guard tracker?.blockSubmitted() != false else { return nil }
+        return ReturnHold(context: self, tracker: tracker)
+    }
+
+    /// A hold ``holdForReturn()`` took: ``finish(_:)`` runs a block on the context's queue, once.
+    struct ReturnHold: Sendable {
+        let context: ManagedObjectContext
+        let tracker: ActivityTracker?
+
+        func finish(_ block: @escaping @Sendable () -> Void) {
+            let enqueued = context.scheduler.enqueue(countedBy: nil, contextName: context.debugName) { [context, tracker] in
+                context.deliverMailIfNeeded()
+                block()
+                context.endOfBlock()
+                tracker?.blockFinished()
+            }
+            if !enqueued { tracker?.blockFinished() }
+        }
+    }
+
     /// Runs a block synchronously on the context's queue and returns its result. Reentrant: called
     /// from the context's queue, the block runs inline.
     public func performAndWait<T>(_ block: () throws -> T) rethrows -> T {
@@ -347,7 +372,7 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
         fatalError("ObjectGraph: \(operation) on context '\(debugName)' after its container was shut down: its stores are closed and it takes no new work")
     }
 
-    private func endOfBlock() {
+    fileprivate func endOfBlock() {
         if !changes.pendingDeletes.isEmpty || !changes.unreported.isEmpty { processPendingChanges() }
     }
 

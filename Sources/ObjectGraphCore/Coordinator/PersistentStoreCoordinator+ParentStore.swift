@@ -91,6 +91,36 @@ extension PersistentStoreCoordinator: ParentStore {
         } rows: { $0.rows.count }
     }
 
+    /// The rows of a fetch, as ``rows(_:leasing:requester:)`` returns them, read with no thread
+    /// waiting for the store: nil when that cannot be (several stores, a pinned query generation,
+    /// a store that reads synchronously, a fetch of more than one statement).
+    func rowsAsync(_ request: StoreFetchRequest, leasing: Bool, requester: StoreRequester) async throws -> FetchedRows? {
+        let stores = persistentStores
+        guard requester.generation == nil, stores.count == 1, let store = stores.first else { return nil }
+        let mark = rowCache.evictionMark
+        let started = DispatchTime.now().uptimeNanoseconds
+        guard let (rows, destinations) = try await store.backend.fetchAsync(request, store: store) else { return nil }
+        if instrumentation.isOn {
+            // The metrics and the slow-operation log of a fetch (not its span: the read has no
+            // span of its own yet).
+            let elapsed = DispatchTime.now().uptimeNanoseconds &- started
+            if let metrics = instrumentation.metrics {
+                metrics.fetches.increment()
+                metrics.fetchedRows.increment(by: rows.count)
+                if instrumentation.measuresTime { metrics.fetchDuration.recordNanoseconds(Int64(clamping: elapsed)) }
+            }
+            let threshold = instrumentation.slowThreshold.load(ordering: .relaxed)
+            if instrumentation.measuresTime, threshold > 0, elapsed >= UInt64(threshold) {
+                logger.warning(
+                    "slow fetch of \(request.entity.name) — \(rows.count) rows — \(String(format: "%.3f", Double(elapsed) / 1e6)) ms",
+                    metadata: ["coordinator": "\(name ?? "unnamed")"])
+            }
+        }
+        // As ``rows(_:leasing:requester:)``: the destinations are leased whether or not the rows are.
+        return FetchedRows(
+            rows: rows, isOrdered: true, leases: lease(leasing ? rows + destinations : destinations, readSince: mark), destinations: destinations)
+    }
+
     func savedRows(_ request: StoreFetchRequest, requester: StoreRequester) throws -> [StoreRow] {
         try requester.reading { try fetchRows(request) }
     }

@@ -16,7 +16,11 @@ import Foundation
 /// ```
 ///
 /// The context must be a queue-based one (`.privateQueue` or `.mainQueue`), as in Core Data: the
-/// fetch is a block enqueued on its queue. From `async` code, fetch object IDs (which are `Sendable`)
+/// fetch is a block enqueued on its queue. On a PostgreSQL store, a fetch the server answers in one
+/// statement (most do; a context whose parent is its coordinator, objects with their values, not
+/// in batches, no unsaved changes it must see) leaves the queue while the server reads: the queue
+/// runs other blocks meanwhile, and no thread waits for the reply. The objects are registered back
+/// on the queue, then the completion runs. Any other fetch runs on the queue, as on SQLite. From `async` code, fetch object IDs (which are `Sendable`)
 /// with `try await context.perform { try context.fetch(idRequest) }` instead: the objects themselves
 /// never leave the context's queue, so ObjectGraph has no `async` form that returns them.
 public final class AsynchronousFetchRequest<ResultType>: PersistentStoreRequest {
@@ -66,18 +70,29 @@ private final class AsynchronousFetchJob<ResultType>: @unchecked Sendable {
     }
 
     func run() {
+        guard !result.isCancelled else { return complete() }
+        // A store that reads without blocking (PostgreSQL) leaves the queue free meanwhile.
+        if result.managedObjectContext.fetchWithoutBlocking(request.fetchRequest, completion: { self.finish($0) }) { return }
+        finish(Result { try result.managedObjectContext.fetch(request.fetchRequest) })
+    }
+
+    private func finish(_ outcome: Result<[ResultType], any Error>) {
         if !result.isCancelled {
-            do {
-                let objects = try result.managedObjectContext.fetch(request.fetchRequest)
+            switch outcome {
+            case .success(let objects):
                 if let progress = result.progress {
                     if progress.totalUnitCount < Int64(objects.count) { progress.totalUnitCount = Int64(objects.count) }
                     progress.completedUnitCount = Int64(objects.count)
                 }
                 if !result.isCancelled { result.finalResult = objects }
-            } catch {
+            case .failure(let error):
                 result.operationError = error
             }
         }
+        complete()
+    }
+
+    private func complete() {
         request.completionBlock?(result)
     }
 }

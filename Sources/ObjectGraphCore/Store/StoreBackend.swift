@@ -105,6 +105,10 @@ protocol StoreBackend: AnyObject, Sendable {
     /// snapshots) of the destinations of `request.prefetchedToOnes` that the rows name, each once,
     /// when the store reads them in the same statement; stores that do not leave it empty.
     func fetch(_ request: StoreFetchRequest, store: PersistentStore, destinations: inout [StoreRow]) throws -> [StoreRow]
+    /// Runs a fetch as ``fetch(_:store:destinations:)`` does, suspending the caller while the
+    /// store reads, with no thread waiting; nil when the store cannot read this fetch that way
+    /// (the caller then fetches synchronously).
+    func fetchAsync(_ request: StoreFetchRequest, store: PersistentStore) async throws -> (rows: [StoreRow], destinations: [StoreRow])?
     /// The primary keys and entity codes of the rows a fetch returns, in order (no values).
     func fetchKeys(_ request: StoreFetchRequest, store: PersistentStore) throws -> (keys: [Int64], entityCodes: [Int32])
     /// Counts the rows a fetch would return.
@@ -139,6 +143,10 @@ protocol StoreBackend: AnyObject, Sendable {
 extension StoreBackend {
     func fetch(_ request: StoreFetchRequest, store: PersistentStore, destinations: inout [StoreRow]) throws -> [StoreRow] {
         try fetch(request, store: store)
+    }
+
+    func fetchAsync(_ request: StoreFetchRequest, store: PersistentStore) async throws -> (rows: [StoreRow], destinations: [StoreRow])? {
+        nil
     }
 
     func fetchKeys(_ request: StoreFetchRequest, store: PersistentStore) throws -> (keys: [Int64], entityCodes: [Int32]) {

@@ -137,6 +137,9 @@ package protocol PostgresDriver: AnyObject, Sendable {
     /// BEGIN and the COMMIT, two of a read's three round trips. A second statement in `body` is a
     /// programmer error: reads of several statements run in a ``transaction(isolation:readOnly:_:)``.
     func readOneStatement<T>(_ body: (any PostgresSession) throws -> T) throws -> T
+    /// Runs one statement that reads, outside a transaction, and returns its rows, suspending the
+    /// caller until they come: no thread waits for the connection or the reply.
+    func query(_ sql: String, _ parameters: [PostgresValue]) async throws -> [[PostgresValue]]
     /// Listens on a channel with a connection of its own: `handler` gets each notification's
     /// payload, and `reconnected` is called each time the connection was lost and made again
     /// (notifications sent in between are lost: the listener catches up by other means).
@@ -155,6 +158,11 @@ extension PostgresDriver {
     /// A `REPEATABLE READ` read-only transaction, for drivers without reads outside one.
     package func readOneStatement<T>(_ body: (any PostgresSession) throws -> T) throws -> T {
         try transaction(isolation: .repeatableRead, readOnly: true, body)
+    }
+
+    /// The synchronous read, for drivers without an asynchronous one (it blocks the caller's thread).
+    package func query(_ sql: String, _ parameters: [PostgresValue]) async throws -> [[PostgresValue]] {
+        try readOneStatement { try $0.query(sql, parameters) }
     }
 }
 

@@ -216,40 +216,91 @@ extension PostgresStore {
     /// the same statement (a `LEFT JOIN` of each destination's table by key), when PostgreSQL
     /// answers the fetch whole; otherwise the fetch alone, and the context prefetches afterwards.
     func fetch(_ request: StoreFetchRequest, store: PersistentStore, destinations: inout [StoreRow]) throws -> [StoreRow] {
-        guard request.includesPropertyValues, !request.prefetchedToOnes.isEmpty, let layout = layouts[request.entity.rootEntity.entityCode] else {
+        guard let layout = layouts[request.entity.rootEntity.entityCode], let joins = prefetchJoins(request, layout: layout) else {
             return try fetch(request, store: store)
         }
-        var joined: [(layout: TableLayout, start: Int)] = []
-        var columns = layout.selectList, joins = ""
+        let plan = try self.plan(request, columns: joins.columns, store: store, joins: joins.sql)
+        guard plan.split == nil, !plan.sortsInMemory else { return try fetch(request, store: store) }
+        let read = try self.read("fetching \(request.entity.name)", oneStatement: true) { session in
+            count()
+            return readJoined(try session.query(plan.sql, plan.parameters), layout: layout, joins: joins, store: store)
+        }
+        destinations += read.destinations
+        return read.rows
+    }
+
+    /// The rows of a fetch PostgreSQL answers whole in one statement, with the rows of its to-one
+    /// prefetches' destinations when they can be joined, read without a thread waiting for them;
+    /// nil for a fetch that takes more (the caller fetches as usual).
+    func fetchAsync(_ request: StoreFetchRequest, store: PersistentStore) async throws -> (rows: [StoreRow], destinations: [StoreRow])? {
+        guard let layout = layouts[request.entity.rootEntity.entityCode] else { return ([], []) }
+        let doing = "fetching \(request.entity.name)"
+        if let joins = prefetchJoins(request, layout: layout) {
+            let plan = try self.plan(request, columns: joins.columns, store: store, joins: joins.sql)
+            if plan.split == nil, !plan.sortsInMemory {
+                return readJoined(try await query(plan, doing: doing), layout: layout, joins: joins, store: store)
+            }
+        }
+        let plan = try fetchPlan(request, layout: layout, store: store)
+        guard plan.split == nil, !plan.sortsInMemory else { return nil }
+        let rows = try await query(plan, doing: doing).compactMap { layout.read($0, store: store) }
+        rowsRead.add(rows.count)
+        return (request.includesPropertyValues ? rows : rows.map { StoreRow(id: $0.id, snapshot: nil) }, [])
+    }
+
+    /// A plan's one statement, outside a transaction, awaited.
+    private func query(_ plan: Plan, doing: String) async throws -> [[PostgresValue]] {
+        count()
+        do {
+            return try await driver.query(plan.sql, plan.parameters)
+        } catch let error as PostgresDriverError {
+            throw translate(error, while: doing)
+        }
+    }
+
+    /// The joins that read a fetch's to-one prefetches' destinations with its rows: the columns
+    /// to select, the `LEFT JOIN`s, and where each destination's columns start in a row. Nil when
+    /// the fetch reads no values or has no such prefetch.
+    private func prefetchJoins(_ request: StoreFetchRequest, layout: TableLayout) -> PrefetchJoins? {
+        guard request.includesPropertyValues, !request.prefetchedToOnes.isEmpty else { return nil }
+        var joins = PrefetchJoins(columns: layout.selectList)
         for relationship in request.prefetchedToOnes {
             guard let destination = relationship.destinationEntity, let target = layouts[destination.rootEntity.entityCode] else { continue }
-            let alias = "p\(joined.count)"
-            columns += ", " + target.selectList(alias: alias)
-            joins += " LEFT JOIN \(target.table) AS \(alias) ON \(alias).\"Z_PK\" = t0.\(CoreDataLayout.quote(schema.columnName(for: relationship)))"
-            joined.append((target, (joined.last.map { $0.start + $0.layout.selectedColumnCount } ?? layout.selectedColumnCount)))
+            let alias = "p\(joins.joined.count)"
+            joins.columns += ", " + target.selectList(alias: alias)
+            joins.sql += " LEFT JOIN \(target.table) AS \(alias) ON \(alias).\"Z_PK\" = t0.\(CoreDataLayout.quote(schema.columnName(for: relationship)))"
+            joins.joined.append((target, (joins.joined.last.map { $0.start + $0.layout.selectedColumnCount } ?? layout.selectedColumnCount)))
         }
-        let plan = try self.plan(request, columns: columns, store: store, joins: joins)
-        guard !joined.isEmpty, plan.split == nil, !plan.sortsInMemory else { return try fetch(request, store: store) }
-        return try read("fetching \(request.entity.name)", oneStatement: true) { session in
-            count()
-            let selected = try session.query(plan.sql, plan.parameters)
-            var rows: [StoreRow] = []
-            rows.reserveCapacity(selected.count)
-            for row in selected { if let read = layout.read(row, store: store) { rows.append(read) } }
-            rowsRead.add(rows.count)
-            // Each destination once, and none that is also one of the rows.
-            var seen: [ObjectIdentifier: Set<Int64>] = [:]
-            if joined.contains(where: { $0.layout === layout }) { seen[ObjectIdentifier(layout)] = Set(rows.compactMap(\.id.primaryKey)) }
-            for row in selected {
-                for (target, start) in joined {
-                    let end = start + target.selectedColumnCount
-                    guard end <= row.count, let key = row[start].integer, seen[ObjectIdentifier(target), default: []].insert(key).inserted,
-                          let read = target.read(Array(row[start..<end]), store: store) else { continue }
-                    destinations.append(read)
-                }
+        return joins.joined.isEmpty ? nil : joins
+    }
+
+    struct PrefetchJoins {
+        var columns: String
+        var sql = ""
+        var joined: [(layout: TableLayout, start: Int)] = []
+    }
+
+    /// The rows of a joined fetch's statement, and their destinations: each destination once, and
+    /// none that is also one of the rows.
+    private func readJoined(
+        _ selected: [[PostgresValue]], layout: TableLayout, joins: PrefetchJoins, store: PersistentStore
+    ) -> (rows: [StoreRow], destinations: [StoreRow]) {
+        var rows: [StoreRow] = []
+        rows.reserveCapacity(selected.count)
+        for row in selected { if let read = layout.read(row, store: store) { rows.append(read) } }
+        rowsRead.add(rows.count)
+        var destinations: [StoreRow] = []
+        var seen: [ObjectIdentifier: Set<Int64>] = [:]
+        if joins.joined.contains(where: { $0.layout === layout }) { seen[ObjectIdentifier(layout)] = Set(rows.compactMap(\.id.primaryKey)) }
+        for row in selected {
+            for (target, start) in joins.joined {
+                let end = start + target.selectedColumnCount
+                guard end <= row.count, let key = row[start].integer, seen[ObjectIdentifier(target), default: []].insert(key).inserted,
+                      let read = target.read(Array(row[start..<end]), store: store) else { continue }
+                destinations.append(read)
             }
-            return rows
         }
+        return (rows, destinations)
     }
 
     func fetch(_ request: StoreFetchRequest, layout: TableLayout, store: PersistentStore, session: any PostgresSession) throws -> [StoreRow] {
