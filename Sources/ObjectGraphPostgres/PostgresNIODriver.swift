@@ -261,7 +261,13 @@ final class PostgresNIODriver: PostgresDriver, Sendable {
     /// Gives a connection back to the pool, closed first when it is not usable (the pool then
     /// opens another when one is needed).
     private func checkIn(_ lease: Lease, usable: Bool) {
-        if !usable, let connection = lease.connection { closeQuietly(connection) }
+        if !usable, let connection = lease.connection {
+            closeQuietly(connection)
+            // Given back only once closed: the pool hears of the close from the connection's close
+            // future, and a connection given back while still closing could be handed out again
+            // (a read run again after a lost connection then failed on the same one).
+            _ = try? connection.closeFuture.wait()
+        }
         lease.release()
     }
 
