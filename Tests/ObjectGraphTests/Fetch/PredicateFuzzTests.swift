@@ -217,7 +217,7 @@ struct PredicateFuzzTests {
         return UInt64.random(in: 1...UInt64(UInt32.max))
     }()
 
-    @Test(.timeLimit(.minutes(5)), arguments: 0..<shards)
+    @Test(.timeLimit(.minutes(10)), arguments: 0..<shards)
     func randomFormatsNeverCrashOrHangAndAgreeOnEveryStore(shard: Int) throws {
         let seed = Self.seed &+ UInt64(shard) &* 0x9E37_79B9
         print("PredicateFuzzTests shard \(shard): OBJECTGRAPH_PREDICATE_SEED=\(Self.seed)")

@@ -46,7 +46,7 @@ struct PostgresAsynchronousFetchTests {
     /// While the server holds the fetch back (its table locked by another transaction), a block
     /// submitted to the context after the fetch runs at once; the fetch completes once the lock
     /// goes. A fetch that blocked the queue would run that block only after its completion.
-    @Test(.timeLimit(.minutes(2)))
+    @Test(.timeLimit(.minutes(10)))
     func theQueueRunsOtherBlocksWhileTheServerReads() throws {
         let stack = try seeded()
         let driver = try PostgresDrivers.factory().connect(url: stack.storeURL, maximumConnections: 1, logger: Logger(label: "test"))

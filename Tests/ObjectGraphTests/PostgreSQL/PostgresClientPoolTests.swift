@@ -32,7 +32,7 @@ struct PostgresClientPoolTests {
     /// A store given the app's client takes its connections from it: while the app holds the
     /// client's only connection, the store waits for it (and says so after its pool_timeout); once
     /// the app lets it go, the store reads and saves. Removing the store leaves the client running.
-    @Test(.timeLimit(.minutes(2)))
+    @Test(.timeLimit(.minutes(10)))
     func aStoreGivenTheAppsClientTakesItsConnectionsFromIt() async throws {
         let url = try database(poolTimeout: 2)
         try await withAppClient(url, connections: 1) { client in
@@ -94,7 +94,7 @@ struct PostgresClientPoolTests {
     /// Synchronous callers on every thread of Swift's cooperative pool (here, more tasks blocking
     /// in the driver than the pool has threads, and more than the store has connections) still get
     /// their connections: the leases' tasks run on an event loop, not on the threads they block.
-    @Test(.timeLimit(.minutes(2)))
+    @Test(.timeLimit(.minutes(10)))
     func callersBlockingEveryCooperativeThreadStillGetConnections() async throws {
         let url = try database(poolTimeout: 30)
         let driver = try PostgresDrivers.factory().connect(url: url, maximumConnections: 2, logger: Logger(label: "test"))
