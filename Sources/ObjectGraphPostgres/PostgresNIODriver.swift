@@ -226,11 +226,16 @@ final class PostgresNIODriver: PostgresDriver, Sendable {
         }
     }
 
+    /// Refuses new work once the store has closed its driver.
+    private func throwIfClosed() throws {
+        if closed.withLockedValue({ $0 }) { throw PostgresDriverError(kind: .other, message: "The PostgreSQL store was closed") }
+    }
+
     /// A connection leased from the pool; a ``PostgresDriverError/Kind/poolExhausted`` error when
     /// none is free within the pool's time-out, a ``PostgresDriverError/Kind/connection`` error
     /// when the store's own pool fails to open one while the caller waits.
     private func checkOut() throws -> Lease {
-        if closed.withLockedValue({ $0 }) { throw PostgresDriverError(kind: .other, message: "The PostgreSQL store was closed") }
+        try throwIfClosed()
         let lease = Lease()
         let client = self.client
         health.waits(lease)
@@ -347,8 +352,7 @@ final class PostgresNIODriver: PostgresDriver, Sendable {
                     var result: [[PostgresValue]] = []
                     for try await row in try await connection.query(query, logger: logger) {
                         var cells: [PostgresValue] = []
-                        cells.reserveCapacity(row.count)
-                        for cell in row { cells.append(try Session.value(cell)) }
+                        try Session.decode(row, into: &cells)
                         result.append(cells)
                     }
                     return result
@@ -370,7 +374,7 @@ final class PostgresNIODriver: PostgresDriver, Sendable {
     /// Runs `body` with a connection of the pool, suspending the caller (no thread waits) until
     /// one is free, at most the pool's time-out.
     private func withLeasedConnection<T: Sendable>(_ body: @escaping @Sendable (PostgresConnection) async throws -> T) async throws -> T {
-        if closed.withLockedValue({ $0 }) { throw PostgresDriverError(kind: .other, message: "The PostgreSQL store was closed") }
+        try throwIfClosed()
         let wait = AsyncLeaseWait()
         health.waits(wait)
         defer { health.stoppedWaiting(wait) }
@@ -445,7 +449,7 @@ final class PostgresNIODriver: PostgresDriver, Sendable {
 
     /// A connection of its own for a listener.
     fileprivate func dedicatedConnection() throws -> PostgresConnection {
-        if closed.withLockedValue({ $0 }) { throw PostgresDriverError(kind: .other, message: "The PostgreSQL store was closed") }
+        try throwIfClosed()
         let id = nextID.withLockedValue { id -> Int in
             defer { id += 1 }
             return id
@@ -545,7 +549,11 @@ private struct Session: PostgresSession {
     }
 
     func query(_ sql: String, _ parameters: [PostgresValue]) throws -> [[PostgresValue]] {
-        try run(sql, parameters).rows.map { row in try row.map(Self.value) }
+        try run(sql, parameters).rows.map { row in
+            var cells: [PostgresValue] = []
+            try Self.decode(row, into: &cells)
+            return cells
+        }
     }
 
     @discardableResult
@@ -558,9 +566,15 @@ private struct Session: PostgresSession {
         var cells: [PostgresValue] = []
         for row in try run(sql, parameters).rows {
             cells.removeAll(keepingCapacity: true)
-            for cell in row { cells.append(try Self.value(cell)) }
+            try Self.decode(row, into: &cells)
             try body(cells)
         }
+    }
+
+    /// A row's cells, decoded, appended to `cells`.
+    static func decode(_ row: PostgresRow, into cells: inout [PostgresValue]) throws {
+        cells.reserveCapacity(cells.count + row.count)
+        for cell in row { cells.append(try value(cell)) }
     }
 
     /// A statement's parameters as PostgresNIO binds them.
