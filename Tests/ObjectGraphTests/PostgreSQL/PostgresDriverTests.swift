@@ -278,7 +278,7 @@ struct PostgresDriverTests {
     /// gets a typed error; a store reports it as busy, naming what it was doing, and works again
     /// once a connection is free.
     // The waits that matter are timed inside; the limit only stops a hang. Like every time limit of
-    // these suites it is generous: it counts from the test's start, and in the full parallel run on
+    // these suites it is generous: it counts the test's own run, and in the full parallel run on
     // two cores each of a test's resumptions waits behind the other suites' jobs for Swift's
     // cooperative pool (tests of a few seconds alone end after 4–6 minutes there, and two limits of
     // 2 minutes were exceeded in CI with nothing hung).
