@@ -342,6 +342,25 @@ final class PostgresNIODriver: PostgresDriver, Sendable {
         }
     }
 
+    func writeOneStatement<T>(_ body: (any PostgresSession) throws -> T) throws -> T {
+        let lease = try checkOut()
+        do {
+            let session = OneStatementSession(try Session(lease, logger: logger))
+            let result = try body(session)
+            checkIn(lease, usable: true)
+            return result
+        } catch var error as PostgresDriverError where error.kind == .connection {
+            checkIn(lease, usable: false)
+            // Outside a transaction a statement commits as it ends: lost on the way, it may have.
+            error.commitInDoubt = true
+            throw error
+        } catch {
+            // Outside a transaction, a statement's error leaves the connection as it was.
+            checkIn(lease, usable: true)
+            throw error
+        }
+    }
+
     func query(_ sql: String, _ parameters: [PostgresValue]) async throws -> [[PostgresValue]] {
         let query = PostgresQuery(unsafeSQL: sql, binds: try Session.binds(parameters))
         let logger = self.logger
@@ -500,7 +519,8 @@ final class PostgresNIODriver: PostgresDriver, Sendable {
     }
 }
 
-/// The one statement of a read outside a transaction (``PostgresNIODriver/readOneStatement(_:)``).
+/// The one statement of a read or a write outside a transaction (``PostgresNIODriver/readOneStatement(_:)``,
+/// ``PostgresNIODriver/writeOneStatement(_:)``).
 private final class OneStatementSession: PostgresSession {
     private let session: Session
     private var ran = false
@@ -510,7 +530,7 @@ private final class OneStatementSession: PostgresSession {
     private func starting(_ sql: String) {
         precondition(
             !ran,
-            "PostgresNIODriver.readOneStatement: the read ran a second statement (\(sql.prefix(80))); a read of several statements runs in a transaction")
+            "PostgresNIODriver: a read or write outside a transaction ran a second statement (\(sql.prefix(80))); several statements run in a transaction")
         ran = true
     }
 

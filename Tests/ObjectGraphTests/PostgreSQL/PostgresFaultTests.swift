@@ -91,6 +91,30 @@ struct PostgresFaultTests {
         }
     }
 
+    /// A save sent as one statement outside a transaction is found by its nonce when its
+    /// connection is lost: if it committed, the save succeeded; if not, nothing was written and
+    /// the save runs again in a transaction. Either way the rows are there once.
+    @Test(arguments: [true, false])
+    func aOneStatementSaveWhoseConnectionIsLostIsFoundByItsNonce(_ committed: Bool) throws {
+        let url = try PostgresTestServer.shared.get().makeDatabase()
+        let real = try PostgresDrivers.factory().connect(url: url, maximumConnections: 4, logger: Logger(label: "test"))
+        let driver = CommitLosingDriver(real: real, committed: committed)
+        let coordinator = try coordinator(url, driver: driver)
+        let context = ManagedObjectContext(concurrencyType: .confinement)
+        context.persistentStoreCoordinator = coordinator
+        context.insert("Note", ["title": "first"])
+        try context.save()  // in a transaction: it reserves the keys the next save takes
+        let before = coordinator.statistics.sqlStatements
+        for i in 0..<3 { context.insert("Note", ["title": "n\(i)"]) }
+        driver.arm()
+        try context.save()
+        #expect(!context.hasChanges)
+        #expect(try count(url) == 4)
+        // The lost statement, then (when it had not committed) the transaction's statements.
+        let statements = coordinator.statistics.sqlStatements - before
+        #expect(committed ? statements == 1 : statements > 1)
+    }
+
     @Test func aServerStoppedDuringASaveLeavesNothingPartialAndTheCoordinatorRecovers() throws {
         let server = try PostgresTestServer.start()
         let url = try server.makeDatabase()

@@ -17,7 +17,7 @@ final class InterposingDriver: PostgresDriver, @unchecked Sendable {  // `statem
         self.interpose = interpose
     }
 
-    /// The statements of the write transactions since the last call.
+    /// The statements of the write transactions and of the writes outside one since the last call.
     func takeStatements() -> [String] { lock.withLock { defer { statements = [] }; return statements } }
 
     func transaction<T>(isolation: PostgresIsolation, readOnly: Bool, _ body: (any PostgresSession) throws -> T) throws -> T {
@@ -28,6 +28,10 @@ final class InterposingDriver: PostgresDriver, @unchecked Sendable {  // `statem
     }
 
     func readOneStatement<T>(_ body: (any PostgresSession) throws -> T) throws -> T { try real.readOneStatement(body) }
+
+    func writeOneStatement<T>(_ body: (any PostgresSession) throws -> T) throws -> T {
+        try real.writeOneStatement { session in try body(Session(session: session, driver: self)) }
+    }
 
     func listen(channel: String, handler: @escaping @Sendable (String) -> Void, reconnected: @escaping @Sendable () -> Void) throws -> any PostgresListener {
         try real.listen(channel: channel, handler: handler, reconnected: reconnected)

@@ -133,29 +133,48 @@ enum PostgresChangeLog {
         _ request: StoreSaveRequest, permanentIDs: [ManagedObjectID: ManagedObjectID], insertedKeys: [Int: [Int64]] = [:], deletedKeys: [Int: [Int64]] = [:],
         backend: PostgresStore, session: any PostgresSession
     ) throws -> (number: Int64, txid: Int64) {
-        let table = backend.table(PostgresStoreTables.changeTable)
         backend.count()
         // The number, the row and its notification in one statement. An UPDATE that waited for the
         // row's lock reads the row as the save before committed it (READ COMMITTED), where a
         // SELECT of the log's last number would read it as of the statement's start.
         let rows = try session.query(
-            """
-            WITH counted AS (UPDATE \(backend.table(PostgresStoreTables.changeCountTable)) SET "Z_TX" = "Z_TX" + 1 RETURNING "Z_TX"), \
-            logged AS (INSERT INTO \(table) ("Z_TX", "Z_AUTHOR", "Z_TIME", "Z_CHANGES") \
-            SELECT "Z_TX", $1, $2, $3 FROM counted RETURNING "Z_TX", txid_current() AS txid) \
-            SELECT "Z_TX", txid, pg_notify($4, "Z_TX"::text) FROM logged
-            """,
-            [.text(backend.instanceID), .double(Date().timeIntervalSinceReferenceDate),
-             .text(encode(request, permanentIDs: permanentIDs, schema: backend.schema, insertedKeys: insertedKeys, deletedKeys: deletedKeys)),
-             .text(channel(forStore: backend.identifier))])
+            "WITH \(numbering(backend: backend, firstParameter: 1)) SELECT \"Z_TX\", txid, pg_notify($4, \"Z_TX\"::text) FROM logged",
+            parameters(backend: backend, changes: encode(request, permanentIDs: permanentIDs, schema: backend.schema, insertedKeys: insertedKeys, deletedKeys: deletedKeys)))
+        let result = try numbered(rows, backend: backend)
+        if result.number % 1000 == 0 { try purge(before: result.number, backend: backend, session: session) }
+        return result
+    }
+
+    /// The common table expressions that number a save and write its row: `counted` increments
+    /// the log's count (only when `condition`, if any, holds) and `logged` writes the row and
+    /// returns `"Z_TX"` and `txid`. Their parameters are the author, the time and the changes, from
+    /// `$firstParameter`; the channel ``parameters(backend:changes:)`` gives next is for `pg_notify`.
+    static func numbering(backend: PostgresStore, condition: String? = nil, firstParameter p: Int) -> String {
+        """
+        counted AS (UPDATE \(backend.table(PostgresStoreTables.changeCountTable)) SET "Z_TX" = "Z_TX" + 1\(condition.map { " WHERE \($0)" } ?? "") RETURNING "Z_TX"), \
+        logged AS (INSERT INTO \(backend.table(PostgresStoreTables.changeTable)) ("Z_TX", "Z_AUTHOR", "Z_TIME", "Z_CHANGES") \
+        SELECT "Z_TX", $\(p), $\(p + 1), $\(p + 2) FROM counted RETURNING "Z_TX", txid_current() AS txid)
+        """
+    }
+
+    /// The parameters of ``numbering(backend:condition:firstParameter:)``: the author, the time,
+    /// the changes' text, and the channel to announce the number on.
+    static func parameters(backend: PostgresStore, changes: String) -> [PostgresValue] {
+        [.text(backend.instanceID), .double(Date().timeIntervalSinceReferenceDate), .text(changes), .text(channel(forStore: backend.identifier))]
+    }
+
+    /// The number and the transaction's ID of the one row a numbering statement returns.
+    static func numbered(_ rows: [[PostgresValue]], backend: PostgresStore) throws -> (number: Int64, txid: Int64) {
         guard let row = rows.first, row.count == 3, let number = row[0].integer, let txid = row[1].integer else {
             throw ObjectGraphError(.io, "The \(StoreType.postgres) store \(backend.location) did not number a save in its change log (its count, \(PostgresStoreTables.changeCountTable), has no row)", url: backend.url)
         }
-        if number % 1000 == 0 {
-            backend.count()
-            try session.execute("DELETE FROM \(table) WHERE \"Z_TX\" <= $1", [.int(number - retainedTransactions)])
-        }
         return (number, txid)
+    }
+
+    /// Deletes the rows more than ``retainedTransactions`` before `number` (saves do every 1000th).
+    static func purge(before number: Int64, backend: PostgresStore, session: any PostgresSession) throws {
+        backend.count()
+        try session.execute("DELETE FROM \(backend.table(PostgresStoreTables.changeTable)) WHERE \"Z_TX\" <= $1", [.int(number - retainedTransactions)])
     }
 
     /// The number of the last row of the log (0 when it is empty).

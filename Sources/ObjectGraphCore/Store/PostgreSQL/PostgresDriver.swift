@@ -137,6 +137,11 @@ package protocol PostgresDriver: AnyObject, Sendable {
     /// BEGIN and the COMMIT, two of a read's three round trips. A second statement in `body` is a
     /// programmer error: reads of several statements run in a ``transaction(isolation:readOnly:_:)``.
     func readOneStatement<T>(_ body: (any PostgresSession) throws -> T) throws -> T
+    /// Runs `body`, which writes with one statement, on one connection outside a transaction: the
+    /// statement commits as it ends, or changes nothing when it fails. A connection lost once the
+    /// statement was sent throws an error whose ``PostgresDriverError/commitInDoubt`` is true (it
+    /// may have committed); it is not run again. A second statement in `body` is a programmer error.
+    func writeOneStatement<T>(_ body: (any PostgresSession) throws -> T) throws -> T
     /// Runs one statement that reads, outside a transaction, and returns its rows, suspending the
     /// caller until they come: no thread waits for the connection or the reply.
     func query(_ sql: String, _ parameters: [PostgresValue]) async throws -> [[PostgresValue]]
@@ -158,6 +163,11 @@ extension PostgresDriver {
     /// A `REPEATABLE READ` read-only transaction, for drivers without reads outside one.
     package func readOneStatement<T>(_ body: (any PostgresSession) throws -> T) throws -> T {
         try transaction(isolation: .repeatableRead, readOnly: true, body)
+    }
+
+    /// A `READ COMMITTED` transaction, for drivers without writes outside one.
+    package func writeOneStatement<T>(_ body: (any PostgresSession) throws -> T) throws -> T {
+        try transaction(isolation: .readCommitted, readOnly: false, body)
     }
 
     /// The synchronous read, for drivers without an asynchronous one (it blocks the caller's thread).

@@ -17,18 +17,19 @@ struct PostgresSaveSession: RelationalSession {
         try store.allocate(session, root: root, count: count, reserving: reserved)
     }
 
-    private func parameters(_ arguments: [SQLArgument], entity: EntityDescription?) throws -> [PostgresValue] {
+    /// The statement's parameters as PostgreSQL takes them.
+    static func parameters(_ arguments: [SQLArgument], entity: EntityDescription?) throws -> [PostgresValue] {
         try arguments.map { argument in
             try argument.value.postgresParameter(for: argument.property.flatMap { entity?.properties[$0] }, entity: entity)
         }
     }
 
     func execute(_ sql: String, _ arguments: [SQLArgument], entity: EntityDescription?) throws {
-        try session.execute(sql, try parameters(arguments, entity: entity))
+        try session.execute(sql, try Self.parameters(arguments, entity: entity))
     }
 
     func integerPairs(_ sql: String, _ arguments: [SQLArgument], entity: EntityDescription?) throws -> [(Int64, Int64?)] {
-        try session.query(sql, try parameters(arguments, entity: entity)).compactMap { row in
+        try session.query(sql, try Self.parameters(arguments, entity: entity)).compactMap { row in
             guard let first = row.first?.integer else { return nil }
             return (first, row.count > 1 ? row[1].integer : nil)
         }
@@ -39,9 +40,10 @@ struct PostgresSaveSession: RelationalSession {
     /// an INSERT with `ON CONFLICT DO NOTHING`, which writes no row instead; an UPDATE in a
     /// savepoint, rolled back to when the index refuses it.
     func write(
-        _ sql: String, _ arguments: [SQLArgument], entity: EntityDescription, inserting: Bool, constrained: Bool, reportRefusal: () throws -> Void
+        _ sql: String, _ arguments: [SQLArgument], entity: EntityDescription, inserting: Bool, constrained: Bool, expectedVersion: Int64?,
+        reportRefusal: () throws -> Void
     ) throws -> Int64? {
-        let parameters = try parameters(arguments, entity: entity)
+        let parameters = try Self.parameters(arguments, entity: entity)
         guard constrained else { return try session.query(sql, parameters).first?.first?.integer }
         if inserting {
             if try session.execute(sql + " ON CONFLICT DO NOTHING", parameters) == 1 { return nil }

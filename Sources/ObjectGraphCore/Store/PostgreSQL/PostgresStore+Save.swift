@@ -1,7 +1,8 @@
 import Foundation
 
 // A save: one READ COMMITTED transaction running the steps of a `SavePlan` (with PostgreSQL's row
-// locks where SQLite has its single writer), then a row of the change log.
+// locks where SQLite has its single writer), then a row of the change log; or, for a small save of
+// inserts and updates, one statement (PostgresStore+OneStatementSave.swift).
 
 extension PostgresStore {
     func allocatePrimaryKeys(for entity: EntityDescription, count n: Int) throws -> Int64 {
@@ -37,7 +38,10 @@ extension PostgresStore {
         return last - Int64(n) + 1
     }
 
+    /// A save: as one statement when it is small and simple enough
+    /// (``saveInOneStatement(_:store:)``), in a transaction otherwise.
     func save(_ request: StoreSaveRequest, store: PersistentStore) throws -> StoreSaveResult {
+        if let result = try saveInOneStatement(request, store: store) { return result }
         let reserved = PostgresKeyReserve.Reserved()
         let result = try writeResolvingCommit("saving") { session in
             reserved.ranges = []  // from an attempt that did not commit
@@ -103,6 +107,15 @@ final class PostgresKeyReserve: Sendable {
             guard let range = ranges[root], range.count >= count else { return nil }
             ranges[root] = (range.lowerBound + Int64(count))..<range.upperBound
             return range.lowerBound
+        }
+    }
+
+    /// Puts back keys ``take(root:count:)`` handed out that no row was written with (a save that
+    /// ran in a transaction after all), when no key was taken after them; otherwise they stay unused.
+    func giveBack(root: Int, keys: Range<Int64>) {
+        ranges.withLock { ranges in
+            guard let range = ranges[root], range.lowerBound == keys.upperBound else { return }
+            ranges[root] = keys.lowerBound..<range.upperBound
         }
     }
 

@@ -200,17 +200,27 @@ final class PostgresStore: StoreBackend {
     ///
     /// - Throws: ``ObjectGraphError/io`` when the server cannot tell in time (the outcome is unknown).
     func resolveCommit(of txid: Int64, while doing: String, lost: PostgresDriverError) throws -> Bool {
-        let deadline = Date().addingTimeInterval(Self.commitResolutionTimeout)
-        var pause = 0.05
-        while true {
+        try askUntilKnown(while: doing, lost: lost) {
             let status = try? driver.transaction(isolation: .readCommitted, readOnly: true) { session in
                 try session.query("SELECT txid_status($1)", [.int(txid)]).first?.first
             }
             switch status {
             case .text("committed")?: return true
             case .text("aborted")?: return false
-            default: break  // unreachable, or still "in progress" until the server sees the connection gone
+            default: return nil  // unreachable, or still "in progress" until the server sees the connection gone
             }
+        }
+    }
+
+    /// Asks `committed` until it knows whether a write whose connection was lost committed (nil:
+    /// not yet), pausing longer each time, up to ``commitResolutionTimeout``.
+    ///
+    /// - Throws: ``ObjectGraphError/io`` when the server cannot tell in time (the outcome is unknown).
+    func askUntilKnown(while doing: String, lost: PostgresDriverError, _ committed: () -> Bool?) throws -> Bool {
+        let deadline = Date().addingTimeInterval(Self.commitResolutionTimeout)
+        var pause = 0.05
+        while true {
+            if let known = committed() { return known }
             if Date() > deadline {
                 throw ObjectGraphError(
                     .io,

@@ -40,9 +40,11 @@ protocol RelationalSession {
     /// returns it). When a unique index refuses the row, `reportRefusal` runs (it throws the save's
     /// own constraint conflict, naming the other object), and otherwise the refusal is thrown;
     /// `constrained` says whether a unique index can refuse the row at all (the entity has
-    /// uniqueness constraints, and an update writes one of their properties).
+    /// uniqueness constraints, and an update writes one of their properties); `expectedVersion`
+    /// is the version an update's WHERE requires of the row (nil: none, and for an insert).
     func write(
-        _ sql: String, _ arguments: [SQLArgument], entity: EntityDescription, inserting: Bool, constrained: Bool, reportRefusal: () throws -> Void
+        _ sql: String, _ arguments: [SQLArgument], entity: EntityDescription, inserting: Bool, constrained: Bool, expectedVersion: Int64?,
+        reportRefusal: () throws -> Void
     ) throws -> Int64?
 
     /// The rows of `ids`, as snapshots (missing rows are absent).

@@ -148,7 +148,9 @@ extension SavePlan {
                 if let relationship = property as? RelationshipDescription { appendToOne(value, relationship, to: &arguments) }
             }
             session.count(1)
-            _ = try session.write(layout.insertSQL, arguments, entity: object.entity, inserting: true, constrained: StoreUniqueness.isConstrained(object.entity)) {
+            _ = try session.write(
+                layout.insertSQL, arguments, entity: object.entity, inserting: true, constrained: StoreUniqueness.isConstrained(object.entity), expectedVersion: nil
+            ) {
                 try checkUniqueness(StoreSaveRequest(inserted: [object]))
             }
             for attribute in object.entity.attributes where attribute.isTransient { values[attribute.index] = .null }
@@ -184,7 +186,9 @@ extension SavePlan {
                 sql += " AND \(k("Z_OPT")) = \(dialect.placeholder(arguments.count))"
             }
             if dialect.returnsUpdatedVersion { sql += " RETURNING \(k("Z_OPT"))" }
-            let returned = try session.write(sql, arguments, entity: object.entity, inserting: false, constrained: StoreUniqueness.changesConstrainedValues(object)) {
+            let returned = try session.write(
+                sql, arguments, entity: object.entity, inserting: false, constrained: StoreUniqueness.changesConstrainedValues(object), expectedVersion: expected
+            ) {
                 try checkUniqueness(StoreSaveRequest(updated: [object]))
             }
             if let expected, returned == nil {

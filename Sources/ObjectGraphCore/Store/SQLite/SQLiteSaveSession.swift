@@ -49,7 +49,8 @@ struct SQLiteSaveSession: RelationalSession {
     /// A store Core Data wrote enforces its uniqueness constraints with UNIQUE indexes, which refuse
     /// a row before the save's own check runs: the refusal is reported as that check reports it.
     func write(
-        _ sql: String, _ arguments: [SQLArgument], entity: EntityDescription, inserting: Bool, constrained: Bool, reportRefusal: () throws -> Void
+        _ sql: String, _ arguments: [SQLArgument], entity: EntityDescription, inserting: Bool, constrained: Bool, expectedVersion: Int64?,
+        reportRefusal: () throws -> Void
     ) throws -> Int64? {
         do {
             try store.step(try prepared(sql, arguments), db)
