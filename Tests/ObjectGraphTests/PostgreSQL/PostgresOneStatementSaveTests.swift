@@ -15,8 +15,8 @@ struct PostgresOneStatementSaveTests {
         let context: ManagedObjectContext
     }
 
-    func stack(_ url: URL, driver: any PostgresDriver) throws -> Stack {
-        let model = TestModels.notes()
+    func stack(_ url: URL, driver: any PostgresDriver, uniqueTagNames: Bool = false) throws -> Stack {
+        let model = TestModels.notes(uniqueTagNames: uniqueTagNames)
         let coordinator = PersistentStoreCoordinator(managedObjectModel: model)
         let backend = try PostgresStore(url: url, model: model, readOnly: false, maximumConnections: 4, logger: Logger(label: "test"), driver: driver)
         _ = try coordinator.addTestStore(type: .postgres, url: url, backend: backend)
@@ -100,6 +100,38 @@ struct PostgresOneStatementSaveTests {
         let check = try stack(url, driver: real).context
         #expect(try check.all("Note").compactMap { $0.value(forKey: "title") as? String } == ["theirs"])
         #expect(try log(ours, driver: real).count == logged)
+    }
+
+    @Test func aRowAUniqueIndexRefusesRollsTheStatementBackAndIsReportedAsAlways() throws {
+        let url = try PostgresTestServer.shared.get().makeDatabase()
+        let real = try PostgresDrivers.factory().connect(url: url, maximumConnections: 4, logger: Logger(label: "test"))
+        let driver = InterposingDriver(real: real) { _, _, _ in }
+        let stack = try stack(url, driver: driver, uniqueTagNames: true)
+        let context = stack.context
+        context.insert("Tag", ["name": "t"])
+        context.insert("Note", ["title": "first"])
+        try context.save()
+        context.insert("Tag", ["name": "u"])
+        try context.save()
+        #expect(driver.takeStatements().last?.contains("ON CONFLICT DO NOTHING RETURNING 1") == true)
+
+        let duplicate = context.insert("Tag", ["name": "t"])
+        context.insert("Note", ["title": "second"])
+        let error = try #require(throws: ObjectGraphError.self) { try context.save() }
+        #expect(error.code == .constraintConflict)
+        #expect(context.hasChanges)
+        let statements = driver.takeStatements()
+        #expect(statements.first?.hasPrefix("/* ObjectGraph save ") == true)
+        #expect(statements.count > 1)
+        let check = try self.stack(url, driver: real, uniqueTagNames: true).context
+        #expect(try check.all("Note").compactMap { $0.value(forKey: "title") as? String } == ["first"])
+        #expect(try check.all("Tag", sortedBy: "name").compactMap { $0.value(forKey: "name") as? String } == ["t", "u"])
+
+        // Renamed, the tag is saved with the same keys the refused statement had taken.
+        duplicate.setValue("v", forKey: "name")
+        try context.save()
+        #expect(driver.takeStatements().count == 1)
+        #expect(try check.count(for: FetchRequest<ManagedObject>(entityName: "Tag")) == 3)
     }
 
     @Test func savesThatNeedATransactionStillRunInOne() throws {

@@ -93,16 +93,15 @@ struct PostgresUniqueIndexTests {
         return try Self.context(coordinator).fetch(request).compactMap { $0.value(forKey: "email") as? String }
     }
 
-    /// Commits, on a connection of its own, a copy of the row a statement inserts under another key,
-    /// once, when `armed` and the statement is the INSERT of a user.
-    private static func committingADuplicate(_ armed: Protected<Bool>) -> @Sendable (String, [PostgresValue], any PostgresDriver) throws -> Void {
-        { sql, parameters, real in
-            guard sql.hasPrefix("INSERT INTO") && sql.contains("ZUSER"), armed.withLock({ let was = $0; $0 = false; return was }),
-                  case .int(let key)? = parameters.first else { return }
-            var copy = parameters
-            copy[0] = .int(key + 1000)
+    /// Commits, on a connection of its own, a user whose email is `email`, once, when `armed` and
+    /// the statement inserts a user (alone, or in a save's one statement).
+    private static func committingADuplicate(_ armed: Protected<Bool>, email: String) -> @Sendable (String, [PostgresValue], any PostgresDriver) throws -> Void {
+        { sql, _, real in
+            guard sql.contains(#"INSERT INTO "public"."ZUSER""#), armed.withLock({ let was = $0; $0 = false; return was }) else { return }
             try real.transaction(isolation: .readCommitted, readOnly: false) { session in
-                try session.execute(sql.components(separatedBy: " ON CONFLICT").first!, copy)
+                try session.execute(
+                    #"INSERT INTO "public"."ZUSER" ("Z_PK", "Z_ENT", "Z_OPT", "ZEMAIL", "ZNAME") SELECT 5000, "Z_ENT", 1, $1, 'theirs' FROM "public"."ZUSER" LIMIT 1"#,
+                    [.text(email)])
             }
         }
     }
@@ -111,7 +110,7 @@ struct PostgresUniqueIndexTests {
         let url = try PostgresTestServer.shared.get().makeDatabase()
         let armed = Protected(false)
         let real = try PostgresDrivers.factory().connect(url: url, maximumConnections: 4, logger: Logger(label: "test"))
-        let driver = InterposingDriver(real: real, interpose: Self.committingADuplicate(armed))
+        let driver = InterposingDriver(real: real, interpose: Self.committingADuplicate(armed, email: "y@example.com"))
         let context = Self.context(try Self.coordinator(url, driver: driver))
         context.insert("User", ["email": "a@example.com", "name": "a"])
         try context.save()
@@ -197,7 +196,7 @@ struct PostgresUniqueIndexTests {
         let taken = Protected(false)
         // Before the update that takes "b@example.com", another connection takes it.
         let driver = InterposingDriver(real: real) { sql, _, real in
-            guard sql.hasPrefix("UPDATE") && sql.contains("ZEMAIL"), taken.withLock({ let was = $0; $0 = false; return was }) else { return }
+            guard sql.contains(#"UPDATE "public"."ZUSER""#) && sql.contains("ZEMAIL"), taken.withLock({ let was = $0; $0 = false; return was }) else { return }
             try real.transaction(isolation: .readCommitted, readOnly: false) { session in
                 try session.execute(#"UPDATE "public"."ZUSER" SET "ZEMAIL" = 'b@example.com' WHERE "ZNAME" = 'other'"#, [])
             }

@@ -13,13 +13,14 @@ extension PostgresStore {
     /// Saves `request` with one statement when it can, and returns nil when the save runs in a
     /// transaction instead (``save(_:store:)``).
     ///
-    /// A save goes as one statement when it only inserts and updates objects (no deletion, no
-    /// to-many change kept in a join table, no ordering), none of its rows can be refused by a
-    /// unique index, each update has a version to check, its new objects' keys are reserved
-    /// already (``PostgresKeyReserve``), and the store records no history. Every write returns
-    /// one row; the change log's count is incremented only when all of them did, and the statement
-    /// divides by zero otherwise, which rolls it back whole. A save whose statement fails for any
-    /// reason the server gives (a version conflict, above all) then runs in a transaction, which
+    /// A save goes as one statement when it inserts objects and updates at most one (no deletion,
+    /// no to-many change kept in a join table, no ordering), the update has a version to check,
+    /// its new objects' keys are reserved already (``PostgresKeyReserve``), the store's unique
+    /// indexes enforce its uniqueness constraints, and it records no history. Every write returns
+    /// one row (an INSERT a unique index refuses returns none: `ON CONFLICT DO NOTHING`); the change
+    /// log's count is incremented only when all of them did, and the statement divides by zero
+    /// otherwise, which rolls it back whole. A save whose statement fails for any reason the server
+    /// gives (a version conflict, a unique index, a deadlock) then runs in a transaction, which
     /// reports the failure as every save does.
     ///
     /// A statement whose connection is lost may have committed: it is found by the nonce its text
@@ -27,9 +28,8 @@ extension PostgresStore {
     /// save succeeded; if not, nothing was written and the save runs in a transaction.
     func saveInOneStatement(_ request: StoreSaveRequest, store: PersistentStore) throws -> StoreSaveResult? {
         guard !readOnly, !historyTracking, !request.isEmpty, request.deleted.isEmpty, request.joinInserts.isEmpty, request.joinDeletes.isEmpty,
-              request.orderings.isEmpty, request.updated.count <= 1, request.inserted.count + request.updated.count <= Self.oneStatementObjectLimit,
-              !request.inserted.contains(where: { StoreUniqueness.isConstrained($0.entity) }),
-              !request.updated.contains(where: StoreUniqueness.changesConstrainedValues) else { return nil }
+              request.orderings.isEmpty, request.updated.count <= 1, request.inserted.count + request.updated.count <= Self.oneStatementObjectLimit
+        else { return nil }
         let writes = PostgresOneStatementSave(store: self)
         let result: StoreSaveResult
         do {
@@ -120,15 +120,18 @@ struct PostgresOneStatementSave: RelationalSession {
 
     func integerPairs(_ sql: String, _ arguments: [SQLArgument], entity: EntityDescription?) throws -> [(Int64, Int64?)] { throw NeedsTransaction() }
 
-    /// Keeps an INSERT (made to return its row) or an UPDATE (which returns the row's new version);
-    /// an update returns the version the row has once the statement has run, its expected one plus one.
+    /// Keeps an INSERT (made to return its row, or none when a unique index refuses it) or an
+    /// UPDATE (which returns the row's new version, and fails the statement when a unique index
+    /// refuses it); an update returns the version the row has once the statement has run, its
+    /// expected one plus one.
     func write(
         _ sql: String, _ arguments: [SQLArgument], entity: EntityDescription, inserting: Bool, constrained: Bool, expectedVersion: Int64?,
         reportRefusal: () throws -> Void
     ) throws -> Int64? {
-        guard !constrained, inserting || expectedVersion != nil else { throw NeedsTransaction() }
+        guard inserting || expectedVersion != nil else { throw NeedsTransaction() }
         let parameters = try PostgresSaveSession.parameters(arguments, entity: entity)
-        writes.statements.append((inserting ? sql + " RETURNING 1" : sql, parameters))
+        let statement = inserting ? sql + (constrained ? " ON CONFLICT DO NOTHING RETURNING 1" : " RETURNING 1") : sql
+        writes.statements.append((statement, parameters))
         return expectedVersion.map { $0 + 1 }
     }
 
