@@ -50,8 +50,9 @@ final class CommitLosingDriver: PostgresDriver, @unchecked Sendable {  // `armed
 struct PostgresFaultTests {
     /// A coordinator whose store goes through `driver`.
     func coordinator(_ url: URL, driver: any PostgresDriver) throws -> PersistentStoreCoordinator {
-        let coordinator = PersistentStoreCoordinator(managedObjectModel: TestModels.notes())
-        let backend = try PostgresStore(url: url, model: TestModels.notes(), readOnly: false, maximumConnections: 4, logger: Logger(label: "test"), driver: driver)
+        let model = TestModels.notes()
+        let coordinator = PersistentStoreCoordinator(managedObjectModel: model)
+        let backend = try PostgresStore(url: url, model: model, readOnly: false, maximumConnections: 4, logger: Logger(label: "test"), driver: driver)
         _ = try coordinator.addTestStore(type: .postgres, url: url, backend: backend)
         return coordinator
     }
@@ -72,7 +73,9 @@ struct PostgresFaultTests {
         let coordinator = try coordinator(url, driver: driver)
         let context = ManagedObjectContext(concurrencyType: .confinement)
         context.persistentStoreCoordinator = coordinator
-        for i in 0..<3 { context.insert("Note", ["title": "n\(i)"]) }
+        // A many-to-many pair: the save runs in a transaction (not as one statement, below).
+        let tag = context.insert("Tag", ["name": "t"])
+        for i in 0..<3 { context.insert("Note", ["title": "n\(i)", "tags": Set([tag])]) }
         driver.arm()
         if committed {
             // The server says the transaction committed: the save succeeded, whole.
@@ -103,7 +106,7 @@ struct PostgresFaultTests {
         let context = ManagedObjectContext(concurrencyType: .confinement)
         context.persistentStoreCoordinator = coordinator
         context.insert("Note", ["title": "first"])
-        try context.save()  // in a transaction: it reserves the keys the next save takes
+        try context.save()  // it reserves the keys the next save takes
         let before = coordinator.statistics.sqlStatements
         for i in 0..<3 { context.insert("Note", ["title": "n\(i)"]) }
         driver.arm()

@@ -15,8 +15,9 @@ extension PostgresStore {
     ///
     /// A save goes as one statement when it inserts objects and updates at most one (no deletion,
     /// no to-many change kept in a join table, no ordering), the update has a version to check,
-    /// its new objects' keys are reserved already (``PostgresKeyReserve``), the store's unique
-    /// indexes enforce its uniqueness constraints, and it records no history. Every write returns
+    /// the store's unique indexes enforce its uniqueness constraints, and it records no history.
+    /// Its new objects' keys come from the reserve (``PostgresKeyReserve``); when it has too few,
+    /// a statement of their own reserves them first, and a block more for later saves. Every write returns
     /// one row (an INSERT a unique index refuses returns none: `ON CONFLICT DO NOTHING`); the change
     /// log's count is incremented only when all of them did, and the statement divides by zero
     /// otherwise, which rolls it back whole. A save whose statement fails for any reason the server
@@ -86,7 +87,8 @@ extension PostgresStore {
 
 /// The session a one-statement save's plan runs on (``PostgresStore/saveInOneStatement(_:store:)``):
 /// it keeps each row's INSERT or UPDATE instead of running it, and throws
-/// ``NeedsTransaction`` for a step that needs a statement's answer before the next.
+/// ``NeedsTransaction`` for a step that needs a statement's answer before the next (reserving
+/// keys is the one statement it runs itself, committed before the save's).
 struct PostgresOneStatementSave: RelationalSession {
     /// A step the one statement cannot hold: the save runs in a transaction.
     struct NeedsTransaction: Error {}
@@ -104,9 +106,10 @@ struct PostgresOneStatementSave: RelationalSession {
 
     func table(_ name: String) -> String { store.table(name) }
 
-    /// Keys only from those earlier saves reserved: reserving more takes a statement of its own.
+    /// Keys from those earlier saves reserved, or, when too few are left, from a block reserved by a
+    /// statement of its own first (``PostgresStore/reserveKeysNow(root:count:)``).
     func allocateKeys(root: EntityDescription, count: Int) throws -> Int64 {
-        guard let first = store.keyReserve.take(root: root.entityCode, count: count) else { throw NeedsTransaction() }
+        let first = try store.keyReserve.take(root: root.entityCode, count: count) ?? store.reserveKeysNow(root: root, count: count)
         writes.keys.append((root.entityCode, first..<(first + Int64(count))))
         return first
     }

@@ -25,6 +25,16 @@ extension PostgresStore {
         return first
     }
 
+    /// Reserves `count` keys of `root`, and a block more for later saves, in a statement of its own
+    /// outside a transaction, and puts the block in the reserve at once (it has committed); returns
+    /// the first of the `count`. For a save sent as one statement, which cannot reserve keys and
+    /// use them in the same statement.
+    func reserveKeysNow(root: EntityDescription, count n: Int) throws -> Int64 {
+        let first = try driver.writeOneStatement { session in try allocate(session, root: root, count: n + PostgresKeyReserve.blockSize) }
+        keyReserve.add([(root.entityCode, (first + Int64(n))..<(first + Int64(n + PostgresKeyReserve.blockSize)))])
+        return first
+    }
+
     func allocate(_ session: any PostgresSession, root: EntityDescription, count n: Int) throws -> Int64 {
         count()
         let number = Int64(schema.entityNumber(for: root))
