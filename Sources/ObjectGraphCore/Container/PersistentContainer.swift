@@ -47,7 +47,11 @@ public final class PersistentContainer: Sendable, CustomStringConvertible {
         var descriptions: [PersistentStoreDescription]
         var lifecycle = ContainerLifecycle()
         var viewContext: ManagedObjectContext?
+        /// Every background context made, weakly: those that are gone are dropped when the list
+        /// reaches `backgroundContextsPruneCount`, which is then twice what is left (at least 16),
+        /// so that making a context costs the same however many are alive.
         var backgroundContexts: [WeakContext] = []
+        var backgroundContextsPruneCount = 16
         var backgroundContextCount = 0
         var shutdownTimeout: Duration = .seconds(10)
     }
@@ -331,7 +335,10 @@ public final class PersistentContainer: Sendable, CustomStringConvertible {
             context.name = "\(name).background.\(state.backgroundContextCount)"
             context.persistentStoreCoordinator = persistentStoreCoordinator
             context.activityTracker = backgroundActivity
-            state.backgroundContexts.removeAll { $0.context == nil }
+            if state.backgroundContexts.count >= state.backgroundContextsPruneCount {
+                state.backgroundContexts.removeAll { $0.context == nil }
+                state.backgroundContextsPruneCount = max(16, 2 * state.backgroundContexts.count)
+            }
             state.backgroundContexts.append(WeakContext(context))
             return context
         }

@@ -191,6 +191,23 @@ struct PersistentContainerTests {
         try container.shutdown()
     }
 
+    @Test("The container's list of background contexts drops those that are gone, and keeps those alive")
+    func backgroundContextsThatAreGoneAreDropped() throws {
+        let container = try loadedContainer(.inMemory, in: directory)
+        var kept: [ManagedObjectContext] = []
+        for i in 0..<1_000 {
+            let context = container.newBackgroundContext()
+            if i % 100 == 0 { kept.append(context) }
+        }
+        let listed = container.state.withLock { $0.backgroundContexts }
+        // Pruned only when the list doubles: at most twice the live ones, and never below the first size.
+        #expect(listed.count <= 2 * max(16, kept.count) + 1)
+        let alive = listed.compactMap(\.context)
+        #expect(alive.count == kept.count)
+        #expect(kept.allSatisfy { context in alive.contains { $0 === context } })
+        try container.shutdown()
+    }
+
     @Test("performBackgroundTask runs its block on a new private context", arguments: [StoreKind.sqlite, .inMemory])
     func performBackgroundTaskCallback(kind: StoreKind) throws {
         let container = try loadedContainer(kind, in: directory)
