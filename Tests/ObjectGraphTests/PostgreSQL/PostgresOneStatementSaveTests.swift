@@ -4,7 +4,7 @@ import Testing
 import ObjectGraph
 @testable import ObjectGraphCore
 
-/// A small save of inserts and one update goes to PostgreSQL as one statement outside a
+/// A small save of inserts and updates goes to PostgreSQL as one statement outside a
 /// transaction (its rows and its change-log row as common table expressions); anything else, and a
 /// statement the server refuses, runs in a transaction as before.
 @Suite("PostgreSQL: a small save is one statement", .needsPostgreSQL)
@@ -36,7 +36,7 @@ struct PostgresOneStatementSaveTests {
         }
     }
 
-    @Test func insertsAndOneUpdateAreOneStatementWithTheirLogRow() throws {
+    @Test func insertsAndAnUpdateAreOneStatementWithTheirLogRow() throws {
         let url = try PostgresTestServer.shared.get().makeDatabase()
         let real = try PostgresDrivers.factory().connect(url: url, maximumConnections: 4, logger: Logger(label: "test"))
         let driver = InterposingDriver(real: real) { _, _, _ in }
@@ -145,19 +145,49 @@ struct PostgresOneStatementSaveTests {
         try context.save()
         _ = driver.takeStatements()
 
-        // A deletion, a many-to-many pair, and two updates (whose rows are locked in key order first).
+        // A deletion, and a many-to-many pair.
         context.delete(notes[0])
         try context.save()
         #expect(!driver.takeStatements().contains { $0.hasPrefix("/* ObjectGraph save") })
         notes[1].setValue(Set([tag]), forKey: "tags")
         try context.save()
         #expect(!driver.takeStatements().contains { $0.hasPrefix("/* ObjectGraph save") })
-        notes[1].setValue("x", forKey: "title")
-        notes[2].setValue("y", forKey: "title")
-        try context.save()
-        #expect(!driver.takeStatements().contains { $0.hasPrefix("/* ObjectGraph save") })
         let check = try self.stack(url, driver: real).context
-        #expect(try check.all("Note", sortedBy: "title").compactMap { $0.value(forKey: "title") as? String } == ["x", "y"])
+        #expect(try check.all("Note", sortedBy: "title").compactMap { $0.value(forKey: "title") as? String } == ["n1", "n2"])
+    }
+
+    @Test func severalUpdatesAreOneStatementInKeyOrderAndAConflictInAnyWritesNothing() throws {
+        let url = try PostgresTestServer.shared.get().makeDatabase()
+        let real = try PostgresDrivers.factory().connect(url: url, maximumConnections: 4, logger: Logger(label: "test"))
+        let driver = InterposingDriver(real: real) { _, _, _ in }
+        let ours = try stack(url, driver: driver)
+        let folder = ours.context.insert("Folder", ["name": "f"])
+        let notes = (0..<4).map { ours.context.insert("Note", ["title": "n\($0)"]) }
+        try ours.context.save()
+        _ = driver.takeStatements()
+
+        // Changed in reverse key order, written in key order (notes, then the folder, by entity code).
+        for note in notes.reversed() { note.setValue((note.value(forKey: "title") as! String) + "!", forKey: "title") }
+        folder.setValue("g", forKey: "name")
+        try ours.context.save()
+        let statements = driver.takeStatements()
+        #expect(statements.count == 1)
+        let statement = try #require(statements.first)
+        let updates = statement.components(separatedBy: "UPDATE ").dropFirst().filter { !$0.hasPrefix("\"public\".\"Z_OGCHANGECOUNT\"") }
+        #expect(updates.count == 5)
+        let folderFirst = folder.objectID.entity.rootEntity.entityCode < notes[0].objectID.entity.rootEntity.entityCode
+        #expect(updates.map { $0.hasPrefix("\"public\".\"ZFOLDER\"") } == (folderFirst ? [true, false, false, false, false] : [false, false, false, false, true]))
+
+        // Another coordinator changes the third note: the next save of all four writes none of them.
+        let theirs = try stack(url, driver: real)
+        try theirs.context.existingObject(with: notes[2].objectID).setValue("theirs", forKey: "title")
+        try theirs.context.save()
+        for note in notes { note.setValue("again", forKey: "title") }
+        let error = try #require(throws: ObjectGraphError.self) { try ours.context.save() }
+        #expect(error.code == .mergeConflict)
+        #expect(error.conflicts.map(\.objectID) == [notes[2].objectID])
+        let check = try stack(url, driver: real).context
+        #expect(try check.all("Note", sortedBy: "title").compactMap { $0.value(forKey: "title") as? String } == ["n0!", "n1!", "n3!", "theirs"])
     }
 
     @Test func parametersAreRenumberedOutsideQuotesOnly() {

@@ -5,8 +5,8 @@ import ObjectGraph
 @testable import ObjectGraphCore
 
 /// A save whose one written row is an update checks the row's version in its `UPDATE` (`AND
-/// "Z_OPT" = …`), without reading the row first; a save of several rows reads and locks them in
-/// key order first, as before. Either way a row changed or deleted since the context read it is a
+/// "Z_OPT" = …`), without reading the row first (as does a save sent as one statement, for each of
+/// its updates); a save in a transaction of several rows reads and locks them in key order first. Either way a row changed or deleted since the context read it is a
 /// conflict with the row as it is now, and nothing is written.
 @Suite("PostgreSQL saves of one update check its version in the UPDATE", .needsPostgreSQL)
 struct PostgresUpdateVersionTests {
@@ -25,6 +25,7 @@ struct PostgresUpdateVersionTests {
         let context = try context(url, driver: driver)
         let first = context.insert("User", ["email": "a@example.com", "name": "a"])
         let second = context.insert("User", ["email": "b@example.com", "name": "b"])
+        let third = context.insert("User", ["email": "c@example.com", "name": "c"])
         try context.save()
         _ = driver.takeStatements()
 
@@ -36,8 +37,10 @@ struct PostgresUpdateVersionTests {
         #expect(statements.count == 1)
         #expect(statements.contains { $0.contains("UPDATE \"public\".\"ZUSER\"") && $0.contains("\"Z_OPT\" = $") })
 
+        // Two updates and a deletion: a transaction, which reads and locks the rows first.
         first.setValue("again", forKey: "name")
         second.setValue("too", forKey: "name")
+        context.delete(third)
         try context.save()
         statements = driver.takeStatements()
         #expect(Self.lockingReads(statements) == 1)

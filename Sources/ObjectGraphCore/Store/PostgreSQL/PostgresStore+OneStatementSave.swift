@@ -13,8 +13,9 @@ extension PostgresStore {
     /// Saves `request` with one statement when it can, and returns nil when the save runs in a
     /// transaction instead (``save(_:store:)``).
     ///
-    /// A save goes as one statement when it inserts objects and updates at most one (no deletion,
-    /// no to-many change kept in a join table, no ordering), the update has a version to check,
+    /// A save goes as one statement when it inserts and updates objects (no deletion, no to-many
+    /// change kept in a join table, no ordering), each update has a version to check (and the
+    /// `UPDATE`s run in the order the transaction path locks rows in, so the two never deadlock),
     /// the store's unique indexes enforce its uniqueness constraints, and it records no history.
     /// Its new objects' keys come from the reserve (``PostgresKeyReserve``); when it has too few,
     /// a statement of their own reserves them first, and a block more for later saves. Every write returns
@@ -29,14 +30,14 @@ extension PostgresStore {
     /// save succeeded; if not, nothing was written and the save runs in a transaction.
     func saveInOneStatement(_ request: StoreSaveRequest, store: PersistentStore) throws -> StoreSaveResult? {
         guard !readOnly, !historyTracking, !request.isEmpty, request.deleted.isEmpty, request.joinInserts.isEmpty, request.joinDeletes.isEmpty,
-              request.orderings.isEmpty, request.updated.count <= 1, request.inserted.count + request.updated.count <= Self.oneStatementObjectLimit
+              request.orderings.isEmpty, request.inserted.count + request.updated.count <= Self.oneStatementObjectLimit
         else { return nil }
         let writes = PostgresOneStatementSave(store: self)
         let result: StoreSaveResult
         do {
             result = try SavePlan(
-                request, schema: schema, tables: layouts, checksUniqueness: !uniqueIndexesEnforceConstraints, checksVersionInUpdate: true)
-                .run(on: writes, store: store)
+                request, schema: schema, tables: layouts, checksUniqueness: !uniqueIndexesEnforceConstraints, checksEveryVersionInUpdate: true
+            ).run(on: writes, store: store)
         } catch {
             // A step that needs a transaction, or an error the transaction path reports as it always does.
             writes.giveBackKeys()

@@ -18,7 +18,10 @@ extension PostgresStore {
     /// commits.
     func allocate(_ session: any PostgresSession, root: EntityDescription, count n: Int, reserving: PostgresKeyReserve.Reserved? = nil) throws -> Int64 {
         guard let reserving else { return try allocate(session, root: root, count: n) }
-        if let first = keyReserve.take(root: root.entityCode, count: n) { return first }
+        if let first = keyReserve.take(root: root.entityCode, count: n) {
+            reserving.taken.append((root.entityCode, first..<(first + Int64(n))))
+            return first
+        }
         let first = try allocate(session, root: root, count: n + PostgresKeyReserve.blockSize)
         let end = first + Int64(n + PostgresKeyReserve.blockSize)
         reserving.ranges.append((root.entityCode, (first + Int64(n))..<end))
@@ -53,9 +56,18 @@ extension PostgresStore {
     func save(_ request: StoreSaveRequest, store: PersistentStore) throws -> StoreSaveResult {
         if let result = try saveInOneStatement(request, store: store) { return result }
         let reserved = PostgresKeyReserve.Reserved()
-        let result = try writeResolvingCommit("saving") { session in
-            reserved.ranges = []  // from an attempt that did not commit
-            return try apply(request, store: store, session: session, reservingKeys: reserved)
+        let result: StoreSaveResult
+        do {
+            result = try writeResolvingCommit("saving") { session in
+                reserved.ranges = []  // from an attempt that did not commit
+                reserved.taken = []
+                return try apply(request, store: store, session: session, reservingKeys: reserved)
+            }
+        } catch where error is VersionConflictError || error is ConstraintConflictError {
+            // Found before COMMIT, so nothing was written: the keys it took from the reserve go back
+            // (the merge policy's next attempt takes them again).
+            for (root, keys) in reserved.taken.reversed() { keyReserve.giveBack(root: root, keys: keys) }
+            throw error
         }
         // Committed: the keys the save reserved beyond its own are no other process's.
         keyReserve.add(reserved.ranges)
@@ -98,14 +110,17 @@ extension PostgresStore {
 ///
 /// Only keys whose reservation committed are here: a save adds what it reserved once its
 /// transaction has committed (a rolled-back reservation was never another process's to avoid).
-/// Keys taken by a save that then fails are not given back; Core Data's keys need not be dense.
+/// Keys taken by a save that then fails on a conflict, before writing, go back (``giveBack(root:keys:)``);
+/// after any other failure they stay unused: Core Data's keys need not be dense.
 final class PostgresKeyReserve: Sendable {
     /// How many keys a save reserves beyond its own when the reserve has too few.
     static let blockSize = 32
 
-    /// What one save reserved beyond its own keys, to add once it commits; used by that save only.
+    /// What one save reserved beyond its own keys, to add once it commits, and the keys it took
+    /// from the reserve, to give back if it fails before writing; used by that save only.
     final class Reserved {
         var ranges: [(root: Int, keys: Range<Int64>)] = []
+        var taken: [(root: Int, keys: Range<Int64>)] = []
     }
 
     private let ranges = Protected<[Int: Range<Int64>]>([:])

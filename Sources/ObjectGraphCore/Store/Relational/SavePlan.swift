@@ -41,7 +41,7 @@ struct SavePlan {
     let schema: CoreDataLayout
     /// The layout of each root entity's table, by root entity code.
     let tables: [Int: TableLayout]
-    /// Whether the one updated row's version is checked by its `UPDATE` (no `checkVersions` step).
+    /// Whether each updated row's version is checked by its `UPDATE` (no `checkVersions` step).
     let versionInUpdate: Bool
 
     /// - Parameter checksUniqueness: whether the save checks its uniqueness constraints once its
@@ -53,17 +53,27 @@ struct SavePlan {
     ///   $n RETURNING "Z_OPT"`: no row back is the conflict) rather than reading it first; for
     ///   dialects whose updates read back the new version (``SQLDialect/returnsUpdatedVersion``).
     ///   One row needs no lock order, and the `UPDATE` locks it as the read would have.
+    ///   - checksEveryVersionInUpdate: whether every updated row's version is checked by its own
+    ///     `UPDATE`, whatever their number (when none is deleted), and the rows are updated by root
+    ///     entity in entity-code order, then in key order: the order `checkVersions` locks them in,
+    ///     which the `UPDATE`s then take. For a save sent as one statement, which cannot read first.
     init(
         _ request: StoreSaveRequest, schema: CoreDataLayout, tables: [Int: TableLayout], checksUniqueness: Bool = true,
-        checksVersionInUpdate: Bool = false
+        checksVersionInUpdate: Bool = false, checksEveryVersionInUpdate: Bool = false
     ) {
         var request = request
         request.inserted.sort { $0.id < $1.id }
+        let checkable = request.deleted.isEmpty && !request.updated.isEmpty
+            && request.updated.allSatisfy { $0.expectedVersion != nil && $0.id.primaryKey != nil }
+        versionInUpdate = checkable && (checksEveryVersionInUpdate || (checksVersionInUpdate && request.updated.count == 1))
+        if versionInUpdate && request.updated.count > 1 {
+            request.updated.sort {
+                ($0.entity.rootEntity.entityCode, $0.id.primaryKey ?? 0) < ($1.entity.rootEntity.entityCode, $1.id.primaryKey ?? 0)
+            }
+        }
         self.request = request
         self.schema = schema
         self.tables = tables
-        versionInUpdate = checksVersionInUpdate && request.deleted.isEmpty && request.updated.count == 1
-            && request.updated[0].expectedVersion != nil && request.updated[0].id.primaryKey != nil
         var steps: [Step] = []
         Self.planKeysAndVersions(request, schema: schema, tables: tables, versionInUpdate: versionInUpdate, into: &steps)
         if !request.deleted.isEmpty { steps.append(.deleteRows) }
