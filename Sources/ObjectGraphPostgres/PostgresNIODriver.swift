@@ -320,39 +320,37 @@ final class PostgresNIODriver: PostgresDriver, Sendable {
     }
 
     func readOneStatement<T>(_ body: (any PostgresSession) throws -> T) throws -> T {
-        var retried = false
-        while true {
-            let lease = try checkOut()
-            do {
-                let session = OneStatementSession(try Session(lease, logger: logger))
-                let result = try body(session)
-                checkIn(lease, usable: true)
-                return result
-            } catch let error as PostgresDriverError where error.kind == .connection {
-                checkIn(lease, usable: false)
-                // An idle connection the server closed (a restart) that did not look closed yet:
-                // a read changes nothing, so it runs again, once, on a new connection.
-                if retried { throw error }
-                retried = true
-            } catch {
-                // Outside a transaction, a statement's error leaves the connection as it was.
-                checkIn(lease, usable: true)
-                throw error
-            }
+        let lease = try checkOut()
+        do {
+            return try runOutsideTransaction(on: lease, body)
+        } catch let error as PostgresDriverError where error.kind == .connection {
+            // An idle connection the server closed (a restart) that did not look closed yet: a read
+            // changes nothing, so it runs again, once, on a new connection.
+            return try runOutsideTransaction(on: try checkOut(), body)
         }
     }
 
     func writeOneStatement<T>(_ body: (any PostgresSession) throws -> T) throws -> T {
         let lease = try checkOut()
         do {
+            return try runOutsideTransaction(on: lease, body)
+        } catch var error as PostgresDriverError where error.kind == .connection {
+            // Outside a transaction a statement commits as it ends: lost on the way, it may have.
+            error.commitInDoubt = true
+            throw error
+        }
+    }
+
+    /// Runs `body`'s one statement on `lease`'s connection outside a transaction, then checks the
+    /// connection in: back into the pool, unless the error was the connection's.
+    private func runOutsideTransaction<T>(on lease: Lease, _ body: (any PostgresSession) throws -> T) throws -> T {
+        do {
             let session = OneStatementSession(try Session(lease, logger: logger))
             let result = try body(session)
             checkIn(lease, usable: true)
             return result
-        } catch var error as PostgresDriverError where error.kind == .connection {
+        } catch let error as PostgresDriverError where error.kind == .connection {
             checkIn(lease, usable: false)
-            // Outside a transaction a statement commits as it ends: lost on the way, it may have.
-            error.commitInDoubt = true
             throw error
         } catch {
             // Outside a transaction, a statement's error leaves the connection as it was.

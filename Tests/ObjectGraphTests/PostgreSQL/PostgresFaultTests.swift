@@ -57,6 +57,17 @@ struct PostgresFaultTests {
         return coordinator
     }
 
+    /// A new database, and a context on a coordinator whose store loses the COMMIT it is armed for.
+    func commitLosingStack(committed: Bool) throws -> (URL, CommitLosingDriver, PersistentStoreCoordinator, ManagedObjectContext) {
+        let url = try PostgresTestServer.shared.get().makeDatabase()
+        let real = try PostgresDrivers.factory().connect(url: url, maximumConnections: 4, logger: Logger(label: "test"))
+        let driver = CommitLosingDriver(real: real, committed: committed)
+        let coordinator = try coordinator(url, driver: driver)
+        let context = ManagedObjectContext(concurrencyType: .confinement)
+        context.persistentStoreCoordinator = coordinator
+        return (url, driver, coordinator, context)
+    }
+
     func count(_ url: URL) throws -> Int {
         let coordinator = PersistentStoreCoordinator(managedObjectModel: TestModels.notes())
         try coordinator.addPersistentStore(type: .postgres, at: url)
@@ -67,12 +78,7 @@ struct PostgresFaultTests {
 
     @Test(arguments: [true, false])
     func aCommitWhoseConnectionIsLostIsAskedAfter(_ committed: Bool) throws {
-        let url = try PostgresTestServer.shared.get().makeDatabase()
-        let real = try PostgresDrivers.factory().connect(url: url, maximumConnections: 4, logger: Logger(label: "test"))
-        let driver = CommitLosingDriver(real: real, committed: committed)
-        let coordinator = try coordinator(url, driver: driver)
-        let context = ManagedObjectContext(concurrencyType: .confinement)
-        context.persistentStoreCoordinator = coordinator
+        let (url, driver, _, context) = try commitLosingStack(committed: committed)
         // A many-to-many pair: the save runs in a transaction (not as one statement, below).
         let tag = context.insert("Tag", ["name": "t"])
         for i in 0..<3 { context.insert("Note", ["title": "n\(i)", "tags": Set([tag])]) }
@@ -99,12 +105,7 @@ struct PostgresFaultTests {
     /// the save runs again in a transaction. Either way the rows are there once.
     @Test(arguments: [true, false])
     func aOneStatementSaveWhoseConnectionIsLostIsFoundByItsNonce(_ committed: Bool) throws {
-        let url = try PostgresTestServer.shared.get().makeDatabase()
-        let real = try PostgresDrivers.factory().connect(url: url, maximumConnections: 4, logger: Logger(label: "test"))
-        let driver = CommitLosingDriver(real: real, committed: committed)
-        let coordinator = try coordinator(url, driver: driver)
-        let context = ManagedObjectContext(concurrencyType: .confinement)
-        context.persistentStoreCoordinator = coordinator
+        let (url, driver, coordinator, context) = try commitLosingStack(committed: committed)
         context.insert("Note", ["title": "first"])
         try context.save()  // it reserves the keys the next save takes
         let before = coordinator.statistics.sqlStatements

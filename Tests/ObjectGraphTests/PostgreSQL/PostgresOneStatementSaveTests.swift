@@ -26,6 +26,13 @@ struct PostgresOneStatementSaveTests {
         return Stack(coordinator: coordinator, backend: backend, context: context)
     }
 
+    /// A new database, its driver, and a driver on it that records the statements of writes.
+    func interposed() throws -> (URL, any PostgresDriver, InterposingDriver) {
+        let url = try PostgresTestServer.shared.get().makeDatabase()
+        let real = try PostgresDrivers.factory().connect(url: url, maximumConnections: 4, logger: Logger(label: "test"))
+        return (url, real, InterposingDriver(real: real) { _, _, _ in })
+    }
+
     /// The change log's rows, by number: their author and changes.
     func log(_ stack: Stack, driver: any PostgresDriver) throws -> [(number: Int64, changes: String)] {
         try driver.readOneStatement { session in
@@ -37,9 +44,7 @@ struct PostgresOneStatementSaveTests {
     }
 
     @Test func insertsAndAnUpdateAreOneStatementWithTheirLogRow() throws {
-        let url = try PostgresTestServer.shared.get().makeDatabase()
-        let real = try PostgresDrivers.factory().connect(url: url, maximumConnections: 4, logger: Logger(label: "test"))
-        let driver = InterposingDriver(real: real) { _, _, _ in }
+        let (url, real, driver) = try interposed()
         let stack = try stack(url, driver: driver)
         let context = stack.context
         let folder = context.insert("Folder", ["name": "inbox"])
@@ -103,9 +108,7 @@ struct PostgresOneStatementSaveTests {
     }
 
     @Test func aRowAUniqueIndexRefusesRollsTheStatementBackAndIsReportedAsAlways() throws {
-        let url = try PostgresTestServer.shared.get().makeDatabase()
-        let real = try PostgresDrivers.factory().connect(url: url, maximumConnections: 4, logger: Logger(label: "test"))
-        let driver = InterposingDriver(real: real) { _, _, _ in }
+        let (url, real, driver) = try interposed()
         let stack = try stack(url, driver: driver, uniqueTagNames: true)
         let context = stack.context
         context.insert("Tag", ["name": "t"])
@@ -135,9 +138,7 @@ struct PostgresOneStatementSaveTests {
     }
 
     @Test func savesThatNeedATransactionStillRunInOne() throws {
-        let url = try PostgresTestServer.shared.get().makeDatabase()
-        let real = try PostgresDrivers.factory().connect(url: url, maximumConnections: 4, logger: Logger(label: "test"))
-        let driver = InterposingDriver(real: real) { _, _, _ in }
+        let (url, real, driver) = try interposed()
         let stack = try stack(url, driver: driver)
         let context = stack.context
         let notes = (0..<3).map { context.insert("Note", ["title": "n\($0)"]) }
@@ -157,9 +158,7 @@ struct PostgresOneStatementSaveTests {
     }
 
     @Test func severalUpdatesAreOneStatementInKeyOrderAndAConflictInAnyWritesNothing() throws {
-        let url = try PostgresTestServer.shared.get().makeDatabase()
-        let real = try PostgresDrivers.factory().connect(url: url, maximumConnections: 4, logger: Logger(label: "test"))
-        let driver = InterposingDriver(real: real) { _, _, _ in }
+        let (url, real, driver) = try interposed()
         let ours = try stack(url, driver: driver)
         let folder = ours.context.insert("Folder", ["name": "f"])
         let notes = (0..<4).map { ours.context.insert("Note", ["title": "n\($0)"]) }
