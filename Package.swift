@@ -7,6 +7,13 @@ import PackageDescription
 let fuzzing = Context.environment["OBJECTGRAPH_FUZZ"] == "1"
 let fuzzSwiftSettings: [SwiftSetting] = fuzzing ? [.unsafeFlags(["-sanitize=fuzzer,address"]), .define("OBJECTGRAPH_FUZZ")] : []
 
+/// .ci/run's ThreadSanitizer pass builds with OBJECTGRAPH_TSAN=1: this package's own targets (the
+/// library, the PostgreSQL driver, the tool and the tests) are then compiled and linked with
+/// `-sanitize=thread`, and the dependencies are not, so that pass reuses their plain build.
+let threadSanitizing = Context.environment["OBJECTGRAPH_TSAN"] == "1"
+let tsanSwiftSettings: [SwiftSetting] = threadSanitizing ? [.unsafeFlags(["-sanitize=thread"])] : []
+let tsanLinkerSettings: [LinkerSetting] = threadSanitizing ? [.unsafeFlags(["-sanitize=thread"])] : []
+
 let package = Package(
     name: "ObjectGraph",
     platforms: [.macOS(.v15), .iOS(.v18), .tvOS(.v18), .watchOS(.v11), .visionOS(.v2)],
@@ -58,7 +65,8 @@ let package = Package(
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "Tracing", package: "swift-distributed-tracing"),
             ],
-            swiftSettings: fuzzSwiftSettings
+            swiftSettings: fuzzSwiftSettings + tsanSwiftSettings,
+            linkerSettings: tsanLinkerSettings
         ),
         // The PostgreSQL store's connections, over PostgresNIO, registered by the program that uses them.
         .target(
@@ -73,12 +81,14 @@ let package = Package(
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "Logging", package: "swift-log"),
-            ]
+            ],
+            swiftSettings: tsanSwiftSettings
         ),
         // What apps import: the core, re-exported, and the macros (@Managed, @Attribute, ...).
         .target(
             name: "ObjectGraph",
-            dependencies: ["ObjectGraphCore", "ObjectGraphMacros"]
+            dependencies: ["ObjectGraphCore", "ObjectGraphMacros"],
+            swiftSettings: tsanSwiftSettings
         ),
         // The compiler plug-in: the macros' names, each handing its expansion to ObjectGraphMacroExpansions.
         .macro(
@@ -114,7 +124,8 @@ let package = Package(
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Logging", package: "swift-log"),
-            ]
+            ],
+            swiftSettings: tsanSwiftSettings
         ),
         // The benchmark (ObjectGraph against the raw SQLite C API and GRDB, or PostgresNIO): not part of the shipped tool.
         .executableTarget(
@@ -142,7 +153,7 @@ let package = Package(
             linkerSettings: fuzzing ? [.unsafeFlags(["-sanitize=fuzzer,address"])] : []
         ),
         // The crash tests' models, shared by the tool's `_crash` commands and the tests that check the stores they leave.
-        .target(name: "ObjectGraphCrashModels", dependencies: ["ObjectGraphCore"]),
+        .target(name: "ObjectGraphCrashModels", dependencies: ["ObjectGraphCore"], swiftSettings: tsanSwiftSettings),
         // The benchmark's metrics, sizes, cross-checks, statistics and report: a library so that tests can reach them.
         .target(
             name: "ObjectGraphBenchCore",
@@ -163,7 +174,8 @@ let package = Package(
                 .product(name: "InMemoryTracing", package: "swift-distributed-tracing"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Logging", package: "swift-log"),
-            ]
+            ],
+            swiftSettings: tsanSwiftSettings
         ),
         .testTarget(
             name: "ObjectGraphBenchCoreTests",
