@@ -9,17 +9,41 @@ enum BatchValues {
         let entity: EntityDescription
         /// The model's default for every property (`.null` for relationships).
         let defaults: [Value]
-        /// The stored attributes that must have a value.
-        let required: [AttributeDescription]
+        /// The stored attributes that must have a value: their property indexes and names.
+        let required: [(index: Int, name: String)]
         /// Whether the entity has uniqueness constraints, which make a row an upsert when it
         /// matches an existing one: such a row need not name every required attribute.
         let upserts: Bool
+        /// The stored attributes a row may name, as plain values: a row's keys are matched and its
+        /// values converted without retaining the model's objects once per value, which cost a
+        /// batch insert of integers more than its conversions.
+        let slots: [Slot]
+        /// The index in ``slots`` of each name, for an entity with many attributes (a scan of the
+        /// names costs less below that).
+        let slotsByName: [String: Int]?
+
+        struct Slot {
+            let name: String
+            let index: Int
+            let type: AttributeType
+        }
 
         init(entity: EntityDescription) {
             self.entity = entity
             defaults = entity.properties.map { ($0 as? AttributeDescription)?.defaultStoredValue ?? .null }
-            required = entity.attributes.filter { !$0.isOptional && !$0.isTransient }
+            required = entity.attributes.filter { !$0.isOptional && !$0.isTransient }.map { ($0.index, $0.name) }
             upserts = !RelationalLayout.uniquenessConstraints(of: entity).isEmpty
+            let slots = entity.storedAttributes.map { Slot(name: $0.name, index: $0.index, type: $0.attributeType) }
+            self.slots = slots
+            slotsByName = slots.count > 16 ? Dictionary(slots.indices.map { (slots[$0].name, $0) }, uniquingKeysWith: { first, _ in first }) : nil
+        }
+
+        /// The slot of the stored attribute named `key`; nil for any other key.
+        @inline(__always)
+        func slot(forKey key: String) -> Int? {
+            if let slotsByName { return slotsByName[key] }
+            for i in slots.indices where slots[i].name == key { return i }
+            return nil
         }
     }
 
@@ -29,26 +53,45 @@ enum BatchValues {
     /// The rows of a batch insert, each checked as ``insertRow(_:number:_:)`` checks it. A large
     /// batch is checked in slices of at least ``rowsPerSlice`` rows at once, one per processor:
     /// a row's check reads only its dictionary and the request's entity, and on a batch of
-    /// thousands of rows it is most of the time the request takes before its SQL. The error thrown
-    /// is the one a pass row by row would throw: that of the first bad row.
+    /// thousands of rows it is most of the time the request takes before its SQL. Each slice
+    /// writes its rows in place in the result. The error thrown is the one a pass row by row
+    /// would throw: that of the first bad row.
     ///
     /// - Throws: ``ObjectGraphError/validation`` naming the row, the entity and the key.
     static func insertRows(_ objects: [[String: any Sendable]], _ rows: InsertRows) throws -> [BatchRow] {
         let slices = Swift.min(ProcessInfo.processInfo.activeProcessorCount, objects.count / rowsPerSlice)
         guard slices > 1 else { return try objects.enumerated().map { try insertRow($1, number: $0, rows) } }
         let size = (objects.count + slices - 1) / slices
-        var results = [Result<[BatchRow], any Error>?](repeating: nil, count: slices)
-        results.withUnsafeMutableBufferPointer { buffer in
-            nonisolated(unsafe) let results = buffer
-            // Each slice writes its own element only.
-            DispatchQueue.concurrentPerform(iterations: slices) { slice in
-                let range = (slice * size)..<Swift.min(objects.count, (slice + 1) * size)
-                results[slice] = Result { try range.map { try insertRow(objects[$0], number: $0, rows) } }
+        // Per slice: the error that stopped it, and how many of its rows it wrote.
+        var outcomes = [(error: (any Error)?, written: Int)](repeating: (nil, 0), count: slices)
+        let checked = [BatchRow](unsafeUninitializedCapacity: objects.count) { buffer, initializedCount in
+            outcomes.withUnsafeMutableBufferPointer { outcomesBuffer in
+                nonisolated(unsafe) let buffer = buffer
+                nonisolated(unsafe) let outcomes = outcomesBuffer
+                // Each slice writes its own range of rows, and its own outcome, only.
+                DispatchQueue.concurrentPerform(iterations: slices) { slice in
+                    let range = (slice * size)..<Swift.min(objects.count, (slice + 1) * size)
+                    for number in range {
+                        do {
+                            (buffer.baseAddress! + number).initialize(to: try insertRow(objects[number], number: number, rows))
+                        } catch {
+                            outcomes[slice].error = error
+                            return
+                        }
+                        outcomes[slice].written += 1
+                    }
+                }
+            }
+            if outcomes.contains(where: { $0.error != nil }) {
+                for (slice, outcome) in outcomes.enumerated() {
+                    (buffer.baseAddress! + slice * size).deinitialize(count: outcome.written)
+                }
+                initializedCount = 0
+            } else {
+                initializedCount = objects.count
             }
         }
-        var checked: [BatchRow] = []
-        checked.reserveCapacity(objects.count)
-        for result in results { checked += try result!.get() }
+        if let error = outcomes.lazy.compactMap(\.error).first { throw error }
         return checked
     }
 
@@ -56,30 +99,41 @@ enum BatchValues {
     ///
     /// - Throws: ``ObjectGraphError/validation`` naming the row, the entity and the key.
     static func insertRow(_ dictionary: [String: any Sendable], number: Int, _ rows: InsertRows) throws -> BatchRow {
-        let entity = rows.entity
         var values = rows.defaults
         var given: [Int] = []
         given.reserveCapacity(dictionary.count)
         // Made only for an error message, never once per row.
-        func context() -> String { "Batch insert row \(number) of \(entity.name)" }
+        func context() -> String { "Batch insert row \(number) of \(rows.entity.name)" }
         for (key, raw) in dictionary {
-            let attribute = try storedAttribute(key, of: entity, context: context())
-            values[attribute.index] = try value(raw, for: attribute, entity: entity, context: context())
-            given.append(attribute.index)
+            guard let found = rows.slot(forKey: key) else {
+                // Not a stored attribute's name: the error says what it names.
+                let attribute = try storedAttribute(key, of: rows.entity, context: context())
+                values[attribute.index] = try value(raw, for: attribute, entity: rows.entity, context: context())
+                given.append(attribute.index)
+                continue
+            }
+            let slot = rows.slots[found]
+            if let exact = Value.exactly(raw, storedAs: slot.type) {
+                values[slot.index] = exact
+            } else {
+                let attribute = rows.entity.properties[slot.index] as! AttributeDescription
+                values[slot.index] = try value(raw, for: attribute, entity: rows.entity, context: context())
+            }
+            given.append(slot.index)
         }
         var missing: String?
-        for attribute in rows.required where values[attribute.index].isNull {
-            if given.contains(attribute.index) {
+        for (index, name) in rows.required where values[index].isNull {
+            if given.contains(index) {
                 throw ObjectGraphError(
-                    .validation, "\(context()) sets required attribute '\(attribute.name)' to nil; nothing was written",
-                    entityName: entity.name, key: attribute.name)
+                    .validation, "\(context()) sets required attribute '\(name)' to nil; nothing was written",
+                    entityName: rows.entity.name, key: name)
             }
-            missing = missing ?? attribute.name
+            missing = missing ?? name
         }
         // A row that upserts an existing one need not name every required attribute: on an entity
         // with uniqueness constraints, the store decides (``BatchInsertPlan``).
         if let missing, !rows.upserts {
-            throw missingRequired(missing, number: number, entity: entity)
+            throw missingRequired(missing, number: number, entity: rows.entity)
         }
         given.sort()
         return BatchRow(values: values, given: given, missingRequired: missing)

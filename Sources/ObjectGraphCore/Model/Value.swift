@@ -84,6 +84,14 @@ extension Value {
         return convertingSlowly(any, to: type)
     }
 
+    /// `any` as an attribute of `type` stores it, when it is one of the types users pass most and
+    /// needs no conversion (``converting(_:to:valueType:)``'s first step); nil otherwise.
+    @inline(__always)
+    static func exactly(_ any: Any, storedAs type: AttributeType) -> Value? {
+        guard let value = _openExistential(any, do: exactStoredValue), value.isStored(as: type) else { return nil }
+        return value
+    }
+
     /// Whether an exact value (`exactStoredValue`) is already what an attribute of `type` stores,
     /// with no conversion or range check (integers narrower than 64 bits and floats need one).
     @inline(__always)

@@ -116,19 +116,26 @@ extension PostgresStore {
         ids.reserveCapacity(rows.count)
         for start in stride(from: 0, to: rows.count, by: Self.rowsPerInsert) {
             let chunk = rows[start..<min(start + Self.rowsPerInsert, rows.count)]
-            var arrays = [[PostgresValue]](repeating: [], count: elements.count)
-            for i in arrays.indices { arrays[i].reserveCapacity(chunk.count) }
-            for (offset, row) in zip(chunk.indices, chunk) {
-                let key = first + Int64(offset)
-                arrays[0].append(.int(key))
-                arrays[1].append(.int(Int64(number)))
-                arrays[2].append(.int(1))
-                for (i, column) in columns.enumerated() {
-                    let value = column.isEntityColumn ? .null : try row.values[column.property.index].postgresParameter(for: column.property, entity: entity)
-                    arrays[i + 3].append(Self.element(value, column.element))
+            // Column by column: each array is filled in one pass over the rows.
+            var arrays: [[PostgresValue]] = []
+            arrays.reserveCapacity(elements.count)
+            arrays.append(chunk.indices.map { .int(first + Int64($0)) })
+            arrays.append([PostgresValue](repeating: .int(Int64(number)), count: chunk.count))
+            arrays.append([PostgresValue](repeating: .int(1), count: chunk.count))
+            for column in columns {
+                guard !column.isEntityColumn else {
+                    arrays.append([PostgresValue](repeating: .null, count: chunk.count))
+                    continue
                 }
-                ids.append(ManagedObjectID(entity: entity, store: store, primaryKey: key))
+                let index = column.property.index
+                var array: [PostgresValue] = []
+                array.reserveCapacity(chunk.count)
+                for i in chunk.indices {
+                    array.append(Self.element(try rows[i].values[index].postgresParameter(for: column.property, entity: entity), column.element))
+                }
+                arrays.append(array)
             }
+            for i in chunk.indices { ids.append(ManagedObjectID(entity: entity, store: store, primaryKey: first + Int64(i))) }
             count()
             try session.execute(sql, zip(elements, arrays).map { .array($0, $1) })
         }
