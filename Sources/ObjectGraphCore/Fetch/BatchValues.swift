@@ -31,7 +31,7 @@ enum BatchValues {
         init(entity: EntityDescription) {
             self.entity = entity
             defaults = entity.properties.map { ($0 as? AttributeDescription)?.defaultStoredValue ?? .null }
-            required = entity.attributes.filter { !$0.isOptional && !$0.isTransient }.map { ($0.index, $0.name) }
+            required = entity.storedAttributes.filter { !$0.isOptional }.map { ($0.index, $0.name) }
             upserts = !RelationalLayout.uniquenessConstraints(of: entity).isEmpty
             let slots = entity.storedAttributes.map { Slot(name: $0.name, index: $0.index, type: $0.attributeType) }
             self.slots = slots
@@ -105,21 +105,18 @@ enum BatchValues {
         // Made only for an error message, never once per row.
         func context() -> String { "Batch insert row \(number) of \(rows.entity.name)" }
         for (key, raw) in dictionary {
-            guard let found = rows.slot(forKey: key) else {
-                // Not a stored attribute's name: the error says what it names.
-                let attribute = try storedAttribute(key, of: rows.entity, context: context())
-                values[attribute.index] = try value(raw, for: attribute, entity: rows.entity, context: context())
-                given.append(attribute.index)
-                continue
-            }
-            let slot = rows.slots[found]
-            if let exact = Value.exactly(raw, storedAs: slot.type) {
-                values[slot.index] = exact
+            // A stored attribute's slot, and its value when it needs no conversion; any other key
+            // throws the error that says what it names.
+            let index: Int, exact: Value?
+            if let found = rows.slot(forKey: key) {
+                index = rows.slots[found].index
+                exact = Value.exactly(raw, storedAs: rows.slots[found].type)
             } else {
-                let attribute = rows.entity.properties[slot.index] as! AttributeDescription
-                values[slot.index] = try value(raw, for: attribute, entity: rows.entity, context: context())
+                index = try storedAttribute(key, of: rows.entity, context: context()).index
+                exact = nil
             }
-            given.append(slot.index)
+            values[index] = try exact ?? value(raw, for: rows.entity.properties[index] as! AttributeDescription, entity: rows.entity, context: context())
+            given.append(index)
         }
         var missing: String?
         for (index, name) in rows.required where values[index].isNull {

@@ -69,7 +69,7 @@ extension Value {
         guard let any else { return .null }
         // The hottest path: the value opened from its existential and recognised by its type's
         // metadata, with no dynamic cast (which costs more than the rest of a setValue or a batch row).
-        if let value = _openExistential(any, do: exactStoredValue), value.isStored(as: type) { return value }
+        if let value = exactly(any, storedAs: type) { return value }
         // The hot path: the type users pass for each attribute type, tried first with one cast.
         switch type {
         case .integer64: if let v = any as? Int64 { return .int(v) }; if let v = any as? Int { return .int(Int64(v)) }
