@@ -42,30 +42,32 @@ struct IdentityMapSweep {
 }
 
 /// An identity-map entry: the registered object, held without keeping it alive.
+typealias WeakObject = Unretained<ManagedObject>
+
+/// A reference that does not keep its object alive, and tells whether it still is.
 ///
 /// A weak reference would do, but Swift gives every weakly referenced object a side table, and
 /// from then on each retain and release of the object goes through it: the fetch, fault and save
-/// paths, which retain objects all the time, ran up to half again slower. The entry holds an
-/// `unowned` reference instead, which is counted inline and keeps only the object's memory (not
-/// the object) after the program drops the last strong reference; ``object`` then takes a strong
+/// paths, which retain objects all the time, ran up to half again slower. This holds an `unowned`
+/// reference instead, which is counted inline and keeps only the object's memory (not the
+/// object) after the program drops the last strong reference; ``object`` then takes a strong
 /// reference only if the object is not being destroyed, atomically, as loading a weak reference
-/// does. So the lookup on the context's queue and a last release on another thread never race:
-/// one of them wins. The memory of a dead entry's object goes back when the entry is swept or
-/// replaced.
-struct WeakObject {
-    /// Keeps the object's memory (not the object) while the entry exists.
-    private unowned let memory: ManagedObject
+/// does. So a lookup on one thread and a last release on another never race: one of them wins.
+/// The memory of a dead object goes back when the reference is dropped or replaced.
+struct Unretained<Object: AnyObject> {
+    /// Keeps the object's memory (not the object) while the reference exists.
+    private unowned let memory: Object
     private let address: UnsafeMutableRawPointer
 
-    init(_ object: ManagedObject) {
+    init(_ object: Object) {
         self.memory = object
         self.address = Unmanaged.passUnretained(object).toOpaque()
     }
 
     /// The object, or nil once it was destroyed (or is being destroyed).
-    var object: ManagedObject? {
+    var object: Object? {
         guard TryRetain.strongReference(to: address) else { return nil }
-        return Unmanaged<ManagedObject>.fromOpaque(address).takeRetainedValue()
+        return Unmanaged<Object>.fromOpaque(address).takeRetainedValue()
     }
 
     /// Whether the object is still alive (it may be destroyed right after, on another thread).

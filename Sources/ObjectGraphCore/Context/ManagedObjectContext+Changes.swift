@@ -155,7 +155,7 @@ extension ManagedObjectContext {
         persistentStoreCoordinator?.rowCache.release(held)
         registered = [:]
         retained = []
-        aliases = [:]
+        aliases.removeAll()
         assignedStores = [:]
         pinnedRows = []
         discardChangeSet()
@@ -189,11 +189,8 @@ extension ManagedObjectContext {
 
     /// Re-registers objects under permanent IDs, keeping the temporary ones as aliases.
     func adopt(_ mapping: [ManagedObjectID: ManagedObjectID]) {
-        // The alias table grows by one entry per ID, at once. (The identity map is not reserved: it
-        // loses an entry for each it gains.)
-        aliases.reserveCapacity(aliases.count + mapping.count)
+        aliases.add(mapping)
         for (temporary, permanent) in mapping {
-            aliases[temporary] = permanent
             guard let object = registered[temporary]?.object else { continue }
             registered[temporary] = nil
             object.objectID = permanent

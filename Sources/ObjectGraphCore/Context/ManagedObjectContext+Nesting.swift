@@ -39,7 +39,7 @@ final class NestingState: Sendable {
     let autosave = Protected(Autosave())
     /// At the root of a chain: every permanent ID it gave, by temporary ID, so that any context of
     /// the chain resolves a temporary ID it never saw without a trip up the chain.
-    let permanentIDs = Protected<[ManagedObjectID: ManagedObjectID]>([:])
+    let permanentIDs = Protected(IDAliases())
 
     deinit {
         autosave.withLock { $0.timer?.cancel() }
@@ -174,17 +174,14 @@ extension ManagedObjectContext {
     /// Keeps permanent IDs the coordinator gave this context, the root of its chain, for the
     /// chain's `permanentID(forTemporary:)`.
     func rememberPermanentIDs(_ mapping: [ManagedObjectID: ManagedObjectID]) {
-        nesting.permanentIDs.withLock {
-            $0.reserveCapacity($0.count + mapping.count)
-            $0.merge(mapping) { _, new in new }
-        }
+        nesting.permanentIDs.withLock { $0.add(mapping) }
     }
 
     /// The permanent ID the chain's root gave to a temporary ID this context never saw (the ID
     /// itself when none was given), remembered as an alias.
     func permanentIDKnownAbove(_ id: ManagedObjectID) -> ManagedObjectID {
         guard let permanent = parentStore.permanentID(forTemporary: id) else { return id }
-        aliases[id] = permanent
+        aliases.add(id, permanent)
         return permanent
     }
 
@@ -205,7 +202,7 @@ extension ManagedObjectContext {
             for value in object.toMany.values {
                 let mentioned = value.ids.contains { mapping[$0] != nil } || value.added.contains { mapping[$0] != nil }
                     || value.removed.contains { mapping[$0] != nil }
-                if mentioned { value.remap(mapping) }
+                if mentioned { value.remap { mapping[$0] } }
             }
         }
         adopt(mapping)

@@ -177,7 +177,7 @@ extension ManagedObjectContext {
         var deleted = Set<ManagedObject>(minimumCapacity: saved.deleted.count)
         func settle(_ object: ManagedObject) {
             // Keeps transient values and decoded transformables; takes stored values as written.
-            object.settleAsSaved(row: result.snapshots[object.objectID], aliases: aliases) { aliases[$0] ?? mapping[$0] }
+            object.settleAsSaved(row: result.snapshots[object.objectID]) { aliases[$0] ?? mapping[$0] }
             object.state.didSave()
         }
         for object in saved.inserted {

@@ -189,7 +189,7 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
     /// Inserted objects assigned to a store with `assign(_:to:)`, by temporary ID.
     var assignedStores: [ManagedObjectID: PersistentStore] = [:]
     /// Temporary IDs of objects that got permanent ones, so old references still resolve.
-    var aliases: [ManagedObjectID: ManagedObjectID] = [:]
+    var aliases = IDAliases()
     /// The unsaved changes: inserted, updated and deleted objects, pending deletes, unreported changes.
     var changes = ChangeSet()
     /// Rows fetched as IDs with their values, held in the row cache until `reset()`.

@@ -205,7 +205,7 @@ extension ManagedObjectContext {
             }
             let temporary = object.objectID
             registered[temporary] = nil
-            aliases[temporary] = existing
+            aliases.add(temporary, existing)
             object.objectID = existing
             registered[existing] = WeakObject(object)
             changes.forgetInsert(object)

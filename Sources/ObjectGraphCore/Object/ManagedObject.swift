@@ -577,8 +577,9 @@ extension ManagedObject {
 
     /// The object as saved: `row` (the store's version, when it gave one) becomes the snapshot,
     /// with the object's transient values kept; else object IDs are rewritten by `permanentID`.
-    /// To-many changes are committed; nothing is changed any more.
-    func settleAsSaved(row: Snapshot?, aliases: [ManagedObjectID: ManagedObjectID], permanentID: (ManagedObjectID) -> ManagedObjectID?) {
+    /// To-many relationships' IDs are rewritten by `permanentID` and their changes committed;
+    /// nothing is changed any more.
+    func settleAsSaved(row: Snapshot?, permanentID: (ManagedObjectID) -> ManagedObjectID?) {
         if var row {
             keepTransients(in: &row.values)
             values = row.values
@@ -587,7 +588,7 @@ extension ManagedObject {
             values = values.map { if case .objectID(let id) = $0, let permanent = permanentID(id) { .objectID(permanent) } else { $0 } }
         }
         for value in toMany.values {
-            value.remap(aliases)
+            value.remap(permanentID)
             value.commit()
         }
         changedIndices = []

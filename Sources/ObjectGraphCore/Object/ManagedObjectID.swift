@@ -19,12 +19,14 @@ public struct ManagedObjectID: Hashable, Sendable, CustomStringConvertible, Comp
     let key: Key
 
     enum Key: Hashable, Sendable {
-        case temporary(UInt64)
+        /// The number, and the object every copy of the ID shares (``TemporaryNumber``). The number
+        /// is kept inline too, so that hashing and comparing IDs never reads the shared object.
+        case temporary(UInt64, TemporaryNumber)
         case permanent(PersistentStore, Int64)
 
         static func == (lhs: Key, rhs: Key) -> Bool {
             switch (lhs, rhs) {
-            case (.temporary(let a), .temporary(let b)): a == b
+            case (.temporary(let a, _), .temporary(let b, _)): a == b
             // The same row of the same store (its UUID), whichever coordinator opened it.
             case (.permanent(let s, let a), .permanent(let t, let b)): a == b && (s === t || s.identifier == t.identifier)
             default: false
@@ -33,7 +35,7 @@ public struct ManagedObjectID: Hashable, Sendable, CustomStringConvertible, Comp
 
         func hash(into hasher: inout Hasher) {
             switch self {
-            case .temporary(let n): hasher.combine(n)
+            case .temporary(let n, _): hasher.combine(n)
             case .permanent(let store, let pk):
                 hasher.combine(pk)
                 hasher.combine(store.identifierHash)
@@ -41,10 +43,19 @@ public struct ManagedObjectID: Hashable, Sendable, CustomStringConvertible, Comp
         }
     }
 
+    /// A temporary ID's number, shared by every copy of the ID: the tables that map a saved
+    /// object's temporary ID to its permanent one (``IDAliases``) keep an entry only while some copy
+    /// of the temporary ID exists, which they tell by whether this object is still alive.
+    final class TemporaryNumber: Sendable {
+        let value: UInt64
+        init(_ value: UInt64) { self.value = value }
+    }
+
     private static let temporaryCounter = Atomic<UInt64>(0)
 
     static func temporary(for entity: EntityDescription) -> ManagedObjectID {
-        ManagedObjectID(entity: entity, key: .temporary(temporaryCounter.add(1, ordering: .relaxed).newValue))
+        let number = temporaryCounter.add(1, ordering: .relaxed).newValue
+        return ManagedObjectID(entity: entity, key: .temporary(number, TemporaryNumber(number)))
     }
 
     init(entity: EntityDescription, key: Key) {
@@ -81,7 +92,7 @@ public struct ManagedObjectID: Hashable, Sendable, CustomStringConvertible, Comp
     /// ```
     public func uriRepresentation() -> URL {
         switch key {
-        case .temporary(let n): URL(string: "\(Self.uriScheme):///\(entity.name)/t\(Self.temporaryURIPrefix)\(n)")!
+        case .temporary(let n, _): URL(string: "\(Self.uriScheme):///\(entity.name)/t\(Self.temporaryURIPrefix)\(n)")!
         case .permanent(let store, let pk): URL(string: "\(Self.uriScheme)://\(store.identifier)/\(entity.name)/p\(pk)")!
         }
     }
@@ -116,7 +127,7 @@ public struct ManagedObjectID: Hashable, Sendable, CustomStringConvertible, Comp
     /// have equal words (the row number, mixed with the store's hash for a permanent ID).
     public func _rawHashValue(seed: Int) -> Int {
         switch key {
-        case .temporary(let n): n._rawHashValue(seed: seed)
+        case .temporary(let n, _): n._rawHashValue(seed: seed)
         case .permanent(let store, let pk): (UInt64(bitPattern: pk) ^ UInt64(bitPattern: Int64(store.identifierHash)))._rawHashValue(seed: seed)
         }
     }
@@ -124,7 +135,7 @@ public struct ManagedObjectID: Hashable, Sendable, CustomStringConvertible, Comp
     public static func < (lhs: ManagedObjectID, rhs: ManagedObjectID) -> Bool {
         switch (lhs.key, rhs.key) {
         case (.permanent(_, let a), .permanent(_, let b)): a < b
-        case (.temporary(let a), .temporary(let b)): a < b
+        case (.temporary(let a, _), .temporary(let b, _)): a < b
         case (.permanent, .temporary): true
         case (.temporary, .permanent): false
         }
@@ -132,7 +143,7 @@ public struct ManagedObjectID: Hashable, Sendable, CustomStringConvertible, Comp
 
     public var description: String {
         switch key {
-        case .temporary(let n): "\(entity.name)/t\(n)"
+        case .temporary(let n, _): "\(entity.name)/t\(n)"
         case .permanent(_, let pk): "\(entity.name)/p\(pk)"
         }
     }

@@ -69,8 +69,8 @@ final class RelationshipValue {
     }
 
     /// Rewrites IDs after a save gave inserted objects permanent IDs.
-    func remap(_ mapping: [ManagedObjectID: ManagedObjectID]) {
-        func m(_ id: ManagedObjectID) -> ManagedObjectID { mapping[id] ?? id }
+    func remap(_ permanentID: (ManagedObjectID) -> ManagedObjectID?) {
+        func m(_ id: ManagedObjectID) -> ManagedObjectID { permanentID(id) ?? id }
         order = order.map(m)
         members = Set(members.map(m))
         added = Set(added.map(m))
