@@ -95,6 +95,7 @@ public final class PersistentStoreCoordinator: Sendable, CustomStringConvertible
 
     deinit {
         stopAllRemoteChangeWatchers()
+        for store in stores.withLock({ $0 }) { store.backend.coordinatorWentAway() }
     }
 
     public var description: String { "PersistentStoreCoordinator(\(name ?? "unnamed"), \(persistentStores.count) stores)" }

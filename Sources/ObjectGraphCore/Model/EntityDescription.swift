@@ -88,8 +88,11 @@ public final class EntityDescription: @unchecked Sendable, Hashable, CustomStrin
     unowned(unsafe) var rootEntity: EntityDescription! = nil
     /// The entity's number in the model (stable: entities sorted by name).
     @exclusivity(unchecked) var entityCode: Int = 0
+    /// Every entity below this one, depth first (not the entity itself: an entity that held itself
+    /// would never be freed).
+    @exclusivity(unchecked) var descendants: [EntityDescription] = []
     /// This entity and every entity below it.
-    @exclusivity(unchecked) var selfAndDescendants: [EntityDescription] = []
+    var selfAndDescendants: [EntityDescription] { [self] + descendants }
 
     /// Creates an entity.
     ///

@@ -214,8 +214,8 @@ public final class ManagedObjectModel: @unchecked Sendable, CustomStringConverti
                 all.append(e)
                 e.subentities.forEach(walk)
             }
-            walk(entity)
-            entity.selfAndDescendants = all
+            entity.subentities.forEach(walk)
+            entity.descendants = all
         }
         // Relationships: destinations, then inverses.
         for entity in entities {

@@ -138,9 +138,15 @@ protocol StoreBackend: AnyObject, Sendable {
     func pinVersion(store: PersistentStore) throws -> any PinnedStoreVersion
     /// Closes the store.
     func close() throws
+    /// The coordinator that added the store went away without removing it: nothing reads through
+    /// the store any more. A store whose rows hold object IDs (which hold the store) drops them
+    /// here, or the store, its rows and its model would keep each other alive.
+    func coordinatorWentAway()
 }
 
 extension StoreBackend {
+    func coordinatorWentAway() {}
+
     func fetch(_ request: StoreFetchRequest, store: PersistentStore, destinations: inout [StoreRow]) throws -> [StoreRow] {
         try fetch(request, store: store)
     }

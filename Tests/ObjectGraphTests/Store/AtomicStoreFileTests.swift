@@ -120,6 +120,33 @@ struct AtomicStoreFileTests {
         try stack.context().all("Note", sortedBy: "title").compactMap { $0.value(forKey: "title") as? String }
     }
 
+    /// A removed store drops the rows it read (they hold object IDs, which hold the store, and would
+    /// keep it and its model alive). A save of a change to one of its objects afterwards is refused,
+    /// and the file keeps what it had; so is a write that reaches the store itself after it closed
+    /// (a save racing the removal).
+    @Test(arguments: EveryStore.atomic)
+    func aSaveThroughAnObjectOfARemovedStoreIsRefusedAndLeavesTheFile(_ kind: EveryStore) throws {
+        let (stack, _) = try storeWithPendingChange(kind)
+        let context = stack.context()
+        let note = try #require(context.all("Note", sortedBy: "title").first)
+        note.setValue("changed after the store was removed", forKey: "title")
+        let before = try FileFingerprint(stack.url)
+        let store = try #require(stack.store)
+        try stack.coordinator.removePersistentStore(store)
+        let error = try #require(throws: ObjectGraphError.self) { try context.save() }
+        #expect(error.code == .objectNotFound)
+        #expect(error.message.contains("was its store removed"), "\(error.message)")
+        #expect(context.hasChanges)
+
+        let entity = try #require(stack.model.entitiesByName["Note"])
+        let closed = try #require(throws: ObjectGraphError.self) { try store.backend.allocatePrimaryKeys(for: entity, count: 1) }
+        #expect(closed.code == .io)
+        #expect(closed.message.contains(stack.url.path) && closed.message.contains("removed"), "\(closed.message)")
+        #expect(try FileFingerprint(stack.url) == before)
+        try stack.reopen()
+        #expect(try titles(in: stack) == ["saved"])
+    }
+
     @Test(arguments: EveryStore.atomic)
     func aReadOnlyFileIsNotReplacedOnSaveAndTheContextKeepsItsChanges(_ kind: EveryStore) throws {
         let (stack, context) = try storeWithPendingChange(kind)

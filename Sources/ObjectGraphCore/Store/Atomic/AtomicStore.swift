@@ -66,7 +66,7 @@ final class AtomicStore: StoreBackend {
             }
             var keys = InMemoryState()
             for i in stride(from: 0, to: file.maxKeys.count - 1, by: 2) { keys.maxKeys[Int(file.maxKeys[i])] = file.maxKeys[i + 1] }
-            memory = InMemoryStore(model: model, identifier: file.identifier, state: keys, type: type)
+            memory = InMemoryStore(model: model, identifier: file.identifier, state: keys, type: type, location: url)
             unbound = Protected(file)
         } else {
             if readOnly { throw ObjectGraphError(.io, "Cannot open the read-only \(type) store at \(url.path): there is no such file", url: url) }
@@ -75,7 +75,7 @@ final class AtomicStore: StoreBackend {
             if !StoreFiles.isFolder(directory) {
                 throw ObjectGraphError(.io, "Cannot create the \(type) store at \(url.path): the folder \(directory) does not exist", url: url)
             }
-            memory = InMemoryStore(model: model, type: type)
+            memory = InMemoryStore(model: model, type: type, location: url)
             unbound = Protected(nil)
             try write(memory.currentState)
         }
@@ -87,7 +87,8 @@ final class AtomicStore: StoreBackend {
             guard let pending = file else { return }
             file = nil
             let state = pending.state(model: model, store: store)
-            memory.withState { $0 = state }
+            // Not into a closed store: its rows are gone for good.
+            memory.withState { if !$0.isClosed { $0 = state } }
         }
         return memory
     }
@@ -108,7 +109,7 @@ final class AtomicStore: StoreBackend {
         // the file's rows are not installed yet, the file is written from them, not from `memory`
         // (which holds only the keys until then).
         try unbound.withLock { file in
-            try memory.withState { state in
+            try memory.changingState { state in
                 let before = state
                 let first = state.allocate(root: entity.rootEntity.entityCode, count: count)
                 do {
@@ -139,7 +140,17 @@ final class AtomicStore: StoreBackend {
         try load(store).executeBatchAndPersist(request, store: store) { state in try self.write(state) }
     }
 
-    func close() throws {}
+    /// Drops the rows read from the file (every save wrote them there): they hold object IDs, which
+    /// hold the store. From then on the file is never written again: a save through an object of
+    /// the removed store throws (``InMemoryStore/changingState(_:)``) rather than write the file
+    /// from rows that are gone. A save under way finishes first: both take the rows' lock.
+    func close() throws {
+        try memory.close()
+    }
+
+    func coordinatorWentAway() {
+        try? close()
+    }
 
     /// Makes every write of the file fail with `code` (an errno), or write again with nil. For tests.
     func failWrites(withErrno code: CInt?) {
@@ -184,7 +195,7 @@ extension InMemoryStore {
     /// Applies a save, then runs `persist` with the new rows; when `persist` throws, the rows are
     /// put back as they were.
     func saveAndPersist(_ request: StoreSaveRequest, store: PersistentStore, persist: (InMemoryState) throws -> Void) throws -> StoreSaveResult {
-        try withState { state in
+        try changingState { state in
             let before = state
             let result = try InMemorySave(request: request, store: store, model: model).apply(to: &state)
             do { try persist(state) } catch {

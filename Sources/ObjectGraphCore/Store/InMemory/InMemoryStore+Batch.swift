@@ -14,7 +14,7 @@ extension InMemoryStore {
     func executeBatchAndPersist(_ request: StoreBatchRequest, store: PersistentStore, persist: (InMemoryState) throws -> Void) throws
         -> StoreBatchResult
     {
-        try withState { state in
+        try changingState { state in
             let before = state
             let result = try InMemoryBatch(store: store, model: model).run(request, on: &state)
             do { try persist(state) } catch {

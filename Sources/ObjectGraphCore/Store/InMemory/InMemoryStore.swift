@@ -10,11 +10,19 @@ final class InMemoryStore: StoreBackend {
     let metadata: [String: any Sendable]
     let model: ManagedObjectModel
     private let state: Protected<InMemoryState>
+    /// What the store is, for messages: its type, and the file an atomic store keeps its rows in.
+    private let type: StoreType
+    private let location: URL?
 
     var statementCount: Int { 0 }
 
-    init(model: ManagedObjectModel, identifier: String = UUID().uuidString, state: InMemoryState? = nil, type: StoreType = .inMemory) {
+    init(
+        model: ManagedObjectModel, identifier: String = UUID().uuidString, state: InMemoryState? = nil, type: StoreType = .inMemory,
+        location: URL? = nil
+    ) {
         self.model = model
+        self.type = type
+        self.location = location
         self.identifier = identifier
         self.metadata = [
             PersistentStore.metadataIdentifierKey: identifier,
@@ -28,6 +36,18 @@ final class InMemoryStore: StoreBackend {
     /// Runs `body` with exclusive access to the rows.
     func withState<T>(_ body: (inout InMemoryState) throws -> T) rethrows -> T {
         try state.withLock { try body(&$0) }
+    }
+
+    /// Runs `body`, which changes the rows, with exclusive access to them; throws instead once the
+    /// store was closed (its rows are gone: nothing may be written from them).
+    func changingState<T>(_ body: (inout InMemoryState) throws -> T) throws -> T {
+        try state.withLock { state in
+            guard !state.isClosed else {
+                let place = location.map { " at \($0.path)" } ?? ""
+                throw ObjectGraphError(.io, "The \(type) store\(place) was removed from its coordinator; nothing was saved", url: location)
+            }
+            return try body(&state)
+        }
     }
 
     /// A consistent copy of the rows (cheap: copy-on-write).
@@ -84,16 +104,27 @@ final class InMemoryStore: StoreBackend {
     // MARK: - Writing
 
     func allocatePrimaryKeys(for entity: EntityDescription, count: Int) throws -> Int64 {
-        state.withLock { state in state.allocate(root: entity.rootEntity.entityCode, count: count) }
+        try changingState { state in state.allocate(root: entity.rootEntity.entityCode, count: count) }
     }
 
     func save(_ request: StoreSaveRequest, store: PersistentStore) throws -> StoreSaveResult {
-        try state.withLock { state in
+        try changingState { state in
             try InMemorySave(request: request, store: store, model: model).apply(to: &state)
         }
     }
 
-    func close() throws {}
+    /// Drops the rows: they hold object IDs, which hold the store, and so the store, its rows and
+    /// its model would keep each other alive. A removed in-memory store is gone, as in Core Data.
+    func close() throws {
+        state.withLock { state in
+            state = InMemoryState()
+            state.isClosed = true
+        }
+    }
+
+    func coordinatorWentAway() {
+        try? close()
+    }
 }
 
 /// The rows of an in-memory store.
@@ -113,6 +144,8 @@ struct InMemoryState: Sendable {
     var joinBackward: [String: [Int64: [Int64: JoinEntry]]] = [:]
     /// Values of uniqueness constraints: "Entity#n" → values → keys.
     var uniqueness: [String: [[Value]: Set<Int64>]] = [:]
+    /// Set when the store is closed, its rows dropped: nothing is written any more.
+    var isClosed = false
 
     struct JoinEntry: Sendable {
         var sourceEntity: Int

@@ -175,7 +175,7 @@ struct BatchPlan {
     /// The uniqueness constraints of the entity and its sub-entities that name an attribute in `names`.
     static func uniquenessConstraints(touchedBy entity: EntityDescription, names: Set<String>) -> [UniquenessConstraint] {
         var constraints = RelationalLayout.uniquenessConstraints(of: entity).map { UniquenessConstraint(owner: $0.1, attributes: $0.2) }
-        for sub in entity.selfAndDescendants.dropFirst() {
+        for sub in entity.descendants {
             for constraint in sub.uniquenessConstraints {
                 constraints.append(UniquenessConstraint(owner: sub, attributes: constraint.compactMap { sub.attributesByName[$0] }))
             }
