@@ -11,7 +11,7 @@ struct ObjectGraphCommand: ParsableCommand {
         commandName: "objectgraph",
         abstract: "Core Data's object graph, in Swift, on Linux.",
         version: version,
-        subcommands: [Demo.self, Misuse.self, Crash.self, Hostile.self, Inspect.self, Export.self, Migrate.self, Verify.self, Vacuum.self, Checkpoint.self])
+        subcommands: [Demo.self, Misuse.self, Crash.self, Hostile.self, MemoryProbe.self, Inspect.self, Export.self, Migrate.self, Verify.self, Vacuum.self, Checkpoint.self])
 }
 
 func temporaryStoreURL(_ name: String) throws -> (URL, URL) {
