@@ -84,7 +84,7 @@ struct MemoryProbe: ParsableCommand {
             defer { try? FileManager.default.removeItem(at: directory) }
             let shared = DemoModel.make()
             for index in 0..<count {
-                try autoreleasepool {
+                do {
                     let coordinator = PersistentStoreCoordinator(managedObjectModel: modelEach ? DemoModel.make() : shared)
                     let store = try coordinator.addPersistentStore(type: .sqlite, at: url)
                     let context = ManagedObjectContext(concurrencyType: .privateQueue)
@@ -107,8 +107,3 @@ struct MemoryProbe: ParsableCommand {
         }
     }
 }
-
-#if !canImport(Darwin)
-/// Foundation's `autoreleasepool` exists only on Apple's systems; elsewhere a body is run as it is.
-private func autoreleasepool<T>(_ body: () throws -> T) rethrows -> T { try body() }
-#endif

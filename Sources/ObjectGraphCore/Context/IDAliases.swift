@@ -3,13 +3,13 @@
 /// values and in relationships, to the object it named.
 ///
 /// An entry is kept only while some copy of its temporary ID exists (in the program, a change
-/// set, a notification, a relationship): the table holds the ID's number without keeping it alive
-/// (``ManagedObjectID/TemporaryNumber``), and drops the entries of numbers nobody holds when it has
-/// doubled since it last did. A context that inserts and saves for its whole life keeps entries
-/// for the temporary IDs still in use, not one for every insert it ever made.
+/// set, a notification, a relationship): the table holds the object the ID's copies share without
+/// keeping it alive (``ManagedObjectID/TemporaryCopies``), and drops the entries of IDs nobody
+/// holds when it has doubled since it last did. A context that inserts and saves for its whole
+/// life keeps entries for the temporary IDs still in use, not one for every insert it ever made.
 struct IDAliases {
     private struct Entry {
-        let number: Unretained<ManagedObjectID.TemporaryNumber>
+        let copies: Unretained<ManagedObjectID.TemporaryCopies>
         let permanent: ManagedObjectID
     }
 
@@ -28,8 +28,8 @@ struct IDAliases {
 
     /// Records that `temporary` now names the object of `permanent`.
     mutating func add(_ temporary: ManagedObjectID, _ permanent: ManagedObjectID) {
-        guard case .temporary(let value, let number) = temporary.key else { return }
-        entries[value] = Entry(number: Unretained(number), permanent: permanent)
+        guard case .temporary(let number, let copies) = temporary.key else { return }
+        entries[number] = Entry(copies: Unretained(copies), permanent: permanent)
     }
 
     /// Records a mapping of temporary IDs to permanent ones, then drops the entries nobody holds if
@@ -43,7 +43,7 @@ struct IDAliases {
 
     /// Drops the entries whose temporary ID no copy holds any more.
     mutating func sweep() {
-        entries = entries.filter { $0.value.number.isAlive }
+        entries = entries.filter { $0.value.copies.isAlive }
         countAfterLastSweep = entries.count
     }
 

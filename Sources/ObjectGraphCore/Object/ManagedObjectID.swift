@@ -19,9 +19,9 @@ public struct ManagedObjectID: Hashable, Sendable, CustomStringConvertible, Comp
     let key: Key
 
     enum Key: Hashable, Sendable {
-        /// The number, and the object every copy of the ID shares (``TemporaryNumber``). The number
-        /// is kept inline too, so that hashing and comparing IDs never reads the shared object.
-        case temporary(UInt64, TemporaryNumber)
+        /// The number, and the object every copy of the ID shares (``TemporaryCopies``), which
+        /// hashing and comparing IDs never read.
+        case temporary(UInt64, TemporaryCopies)
         case permanent(PersistentStore, Int64)
 
         static func == (lhs: Key, rhs: Key) -> Bool {
@@ -43,19 +43,16 @@ public struct ManagedObjectID: Hashable, Sendable, CustomStringConvertible, Comp
         }
     }
 
-    /// A temporary ID's number, shared by every copy of the ID: the tables that map a saved
-    /// object's temporary ID to its permanent one (``IDAliases``) keep an entry only while some copy
-    /// of the temporary ID exists, which they tell by whether this object is still alive.
-    final class TemporaryNumber: Sendable {
-        let value: UInt64
-        init(_ value: UInt64) { self.value = value }
-    }
+    /// An object every copy of a temporary ID holds, and nothing else does: it is alive exactly as
+    /// long as some copy of the ID exists. The tables that map a saved object's temporary ID to its
+    /// permanent one (``IDAliases``) keep an entry only while it is.
+    final class TemporaryCopies: Sendable {}
 
     private static let temporaryCounter = Atomic<UInt64>(0)
 
     static func temporary(for entity: EntityDescription) -> ManagedObjectID {
         let number = temporaryCounter.add(1, ordering: .relaxed).newValue
-        return ManagedObjectID(entity: entity, key: .temporary(number, TemporaryNumber(number)))
+        return ManagedObjectID(entity: entity, key: .temporary(number, TemporaryCopies()))
     }
 
     init(entity: EntityDescription, key: Key) {
