@@ -6,10 +6,18 @@ import ObjectGraph
 /// The kinds of store every behaviour is tested on: every store type. `allCases` are the local
 /// ones; ``everyStore`` adds PostgreSQL (a database of the tests' throwaway server, see
 /// ``PostgresTestServer``), for the suites that run on it too.
+///
+/// Under ThreadSanitizer (`OBJECTGRAPH_TSAN=1`, `.ci/run`'s second pass) the binary store is left
+/// out: it is the XML store's type (`AtomicStore`, with the same queue, locks and state) but for
+/// the encoder that writes its file, which runs on the saving thread and which the plain run
+/// checks. That pass has no race to find in it that the XML case would not find, and it was one
+/// in four or five of the pass's store-parameterized cases.
 enum StoreKind: String, CaseIterable, CustomTestStringConvertible, Sendable {
     case sqlite, inMemory, binary, xml, postgres
 
-    static var allCases: [StoreKind] { [.sqlite, .inMemory, .binary, .xml] }
+    static var allCases: [StoreKind] { threadSanitizing ? [.sqlite, .inMemory, .xml] : [.sqlite, .inMemory, .binary, .xml] }
+    /// Whether this run is `.ci/run`'s ThreadSanitizer pass.
+    static let threadSanitizing = ProcessInfo.processInfo.environment["OBJECTGRAPH_TSAN"] == "1"
     /// The local stores and PostgreSQL.
     static let everyStore: [StoreKind] = allCases + postgresWhenAvailable
     /// SQLite, in memory and PostgreSQL.
