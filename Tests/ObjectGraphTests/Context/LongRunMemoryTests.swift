@@ -73,7 +73,7 @@ import Testing
     private static let mebibyte = 1 << 20
 
     /// Resident sizes measured under ThreadSanitizer are its shadow memory's, not ObjectGraph's.
-    private static let notSanitizing = ProcessInfo.processInfo.environment["OBJECTGRAPH_TSAN"] != "1"
+    private static let notSanitizing = !TestRequirements.isThreadSanitizing
 
     @Test(.enabled(if: notSanitizing, "resident memory under ThreadSanitizer is the sanitizer's"))
     func aContextThatInsertsAMillionObjectsStaysWithin64MiBOfItsSizeAfterTheFirstChunk() throws {

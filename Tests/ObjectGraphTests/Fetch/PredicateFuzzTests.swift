@@ -217,9 +217,13 @@ struct PredicateFuzzTests {
         return UInt64.random(in: 1...UInt64(UInt32.max))
     }()
 
+    /// The generator's seed for one shard of a run (of this suite's or of the PostgreSQL one's),
+    /// derived from the printed ``seed`` so that it replays every shard.
+    static func seed(forShard shard: Int) -> UInt64 { seed &+ UInt64(shard) &* 0x9E37_79B9 }
+
     @Test(.timeLimit(.minutes(10)), arguments: 0..<shards)
     func randomFormatsNeverCrashOrHangAndAgreeOnEveryStore(shard: Int) throws {
-        let seed = Self.seed &+ UInt64(shard) &* 0x9E37_79B9
+        let seed = Self.seed(forShard: shard)
         print("PredicateFuzzTests shard \(shard): OBJECTGRAPH_PREDICATE_SEED=\(Self.seed)")
         let graph = try PredicateTestGraph()
         var generator = PredicateFormatGenerator(seed: seed)

@@ -16,7 +16,7 @@ struct PostgresPredicateFuzzTests {
 
     @Test(.timeLimit(.minutes(10)), arguments: 0..<shards)
     func randomFormatsAgreeWithMemory(shard: Int) throws {
-        let seed = PredicateFuzzTests.seed &+ 0x5EED &+ UInt64(shard) &* 0x9E37_79B9
+        let seed = PredicateFuzzTests.seed(forShard: shard) &+ 0x5EED
         print("PostgresPredicateFuzzTests shard \(shard): OBJECTGRAPH_PREDICATE_SEED=\(PredicateFuzzTests.seed)")
         let graph = try PredicateTestGraph()
         let stack = try TestStack(.postgres, model: PredicateTestGraph.model)

@@ -15,9 +15,9 @@ import ObjectGraph
 enum StoreKind: String, CaseIterable, CustomTestStringConvertible, Sendable {
     case sqlite, inMemory, binary, xml, postgres
 
-    static var allCases: [StoreKind] { threadSanitizing ? [.sqlite, .inMemory, .xml] : [.sqlite, .inMemory, .binary, .xml] }
-    /// Whether this run is `.ci/run`'s ThreadSanitizer pass.
-    static let threadSanitizing = ProcessInfo.processInfo.environment["OBJECTGRAPH_TSAN"] == "1"
+    static var allCases: [StoreKind] {
+        TestRequirements.isThreadSanitizing ? [.sqlite, .inMemory, .xml] : [.sqlite, .inMemory, .binary, .xml]
+    }
     /// The local stores and PostgreSQL.
     static let everyStore: [StoreKind] = allCases + postgresWhenAvailable
     /// SQLite, in memory and PostgreSQL.

@@ -16,6 +16,10 @@ enum TestRequirements {
 
     private static var environment: [String: String] { ProcessInfo.processInfo.environment }
 
+    /// Whether this run is `.ci/run`'s ThreadSanitizer pass (`OBJECTGRAPH_TSAN=1`, which also makes
+    /// Package.swift instrument this package's targets).
+    static let isThreadSanitizing = environment["OBJECTGRAPH_TSAN"] == "1"
+
     /// Whether the tests of Apple's Core Data files run: the fixtures were found, or are required.
     static var runsFixtureTests: Bool {
         environment[requireFixturesVariable] == "1" || (try? CoreDataFixtures.root()) != nil
