@@ -187,6 +187,38 @@ struct PostgresReadStatementTests {
         #expect(driver.takeReads().count == 1)
     }
 
+    /// A fetch whose predicate reads through a to-one relationship (`folder.name == %@`) and that
+    /// prefetches that relationship joins the destination's table once, and reads the prefetched
+    /// rows from the predicate's join.
+    @Test func aPrefetchThePredicateAlreadyJoinsIsReadFromThePredicatesJoin() throws {
+        let (coordinator, driver, _) = try stack()
+        let writer = context(coordinator)
+        let folders = (0..<3).map { writer.insert("Folder", ["name": "f\($0)"]) }
+        for i in 0..<9 { writer.insert("Note", ["title": "n\(i)", "rank": Int64(i), "folder": folders[i % 3]]) }
+        writer.insert("Note", ["title": "loose", "rank": Int64(9)])
+        try writer.save()
+        _ = driver.takeReads()
+
+        let reader = context(coordinator)
+        let request = FetchRequest<ManagedObject>(entityName: "Note")
+        request.predicate = FetchPredicate(format: "folder.name == %@ OR folder.name == %@", "f1", "f2")
+        request.sortDescriptors = [FetchSortDescriptor(key: "rank", ascending: false)]
+        request.fetchLimit = 4
+        request.returnsObjectsAsFaults = false
+        request.relationshipKeyPathsForPrefetching = ["folder"]
+        let notes = try reader.fetch(request)
+        let reads = driver.takeReads()
+        guard reads.count == 1, case .oneStatement(let statements) = reads[0], let sql = statements.first else {
+            Issue.record("the fetch ran as \(reads)")
+            return
+        }
+        #expect(sql.components(separatedBy: "LEFT JOIN").count == 2, "\(sql)")
+        #expect(notes.map { $0.value(forKey: "title") as? String } == ["n8", "n7", "n5", "n4"])
+        let fetchedFolders = notes.compactMap { $0.value(forKey: "folder") as? ManagedObject }
+        #expect(fetchedFolders.map { $0.value(forKey: "name") as? String } == ["f2", "f1", "f2", "f1"])
+        #expect(driver.takeReads().isEmpty)
+    }
+
     /// A prefetched destination that is also one of the fetched rows (a tree's parent) is
     /// registered once, with the row's values, and a context's unsaved change to a destination
     /// is kept: the store's row does not replace it.

@@ -70,6 +70,16 @@ extension PostgresStore {
     /// - Parameter joins: joins the selected `columns` read besides the fetched table's and the
     ///   predicate's (`LEFT JOIN …`), in the plan's statement only.
     func plan(_ request: StoreFetchRequest, columns: String, store: PersistentStore, forCount: Bool = false, joins: String = "") throws -> Plan {
+        try plan(request, store: store, forCount: forCount) { _ in (columns, joins) }
+    }
+
+    /// - Parameter selecting: the selected columns, and the joins they read besides the fetched
+    ///   table's and the predicate's (`LEFT JOIN …`, in the plan's statement only), given the
+    ///   aliases of the to-one key paths the predicate joined (`.folder`: `t1`), which they may read.
+    func plan(
+        _ request: StoreFetchRequest, store: PersistentStore, forCount: Bool = false,
+        selecting: (_ joinedAliases: [String: String]) -> (columns: String, joins: String)
+    ) throws -> Plan {
         let entity = request.entity
         // The same checks, and errors, as the SQLite store (unknown keys, misused key paths, bad patterns).
         var checker = SQLQueryBuilder(schema: schema, entity: entity)
@@ -111,6 +121,7 @@ extension PostgresStore {
         var plan = Plan(
             sql: "", from: from, hasJoins: !compiler.root.joins.isEmpty, conditions: conditions, parameters: parameters,
             residual: residual, sortsInMemory: !residual.isEmpty || order == nil)
+        let (columns, joins) = selecting(compiler.root.joinAliases)
         var sql = "SELECT \(columns) FROM \(from)\(joins)\(plan.whereClause)"
         if !forCount { sql += " ORDER BY " + (plan.sortsInMemory ? "t0.\"Z_PK\"" : order!) }
         if !plan.sortsInMemory && !forCount {
@@ -216,10 +227,10 @@ extension PostgresStore {
     /// the same statement (a `LEFT JOIN` of each destination's table by key), when PostgreSQL
     /// answers the fetch whole; otherwise the fetch alone, and the context prefetches afterwards.
     func fetch(_ request: StoreFetchRequest, store: PersistentStore, destinations: inout [StoreRow]) throws -> [StoreRow] {
-        guard let layout = layouts[request.entity.rootEntity.entityCode], let joins = prefetchJoins(request, layout: layout) else {
+        guard let layout = layouts[request.entity.rootEntity.entityCode], var joins = prefetchJoins(request, layout: layout) else {
             return try fetch(request, store: store)
         }
-        let plan = try self.plan(request, columns: joins.columns, store: store, joins: joins.sql)
+        let plan = try prefetchingPlan(request, layout: layout, store: store, joins: &joins)
         guard plan.split == nil, !plan.sortsInMemory else { return try fetch(request, store: store) }
         let read = try self.read("fetching \(request.entity.name)", oneStatement: true) { session in
             count()
@@ -235,8 +246,8 @@ extension PostgresStore {
     func fetchAsync(_ request: StoreFetchRequest, store: PersistentStore) async throws -> (rows: [StoreRow], destinations: [StoreRow])? {
         guard let layout = layouts[request.entity.rootEntity.entityCode] else { return ([], []) }
         let doing = "fetching \(request.entity.name)"
-        if let joins = prefetchJoins(request, layout: layout) {
-            let plan = try self.plan(request, columns: joins.columns, store: store, joins: joins.sql)
+        if var joins = prefetchJoins(request, layout: layout) {
+            let plan = try prefetchingPlan(request, layout: layout, store: store, joins: &joins)
             if plan.split == nil, !plan.sortsInMemory {
                 return readJoined(try await query(plan, doing: doing), layout: layout, joins: joins, store: store)
             }
@@ -258,17 +269,39 @@ extension PostgresStore {
         }
     }
 
+    /// The plan of a fetch with its to-one prefetches' `joins`, which become the joins the plan
+    /// selects: a destination the predicate already joined (`folder.id == %@` and a prefetch of
+    /// `folder`) is read from the predicate's join, where a second join of the same rows would
+    /// cost PostgreSQL a join more to plan and run.
+    private func prefetchingPlan(_ request: StoreFetchRequest, layout: TableLayout, store: PersistentStore, joins: inout PrefetchJoins) throws -> Plan {
+        var selected = joins
+        let plan = try self.plan(request, store: store) { joinedAliases in
+            selected = prefetchJoins(request, layout: layout, reusing: joinedAliases) ?? joins
+            return (selected.columns, selected.sql)
+        }
+        joins = selected
+        return plan
+    }
+
     /// The joins that read a fetch's to-one prefetches' destinations with its rows: the columns
     /// to select, the `LEFT JOIN`s, and where each destination's columns start in a row. Nil when
     /// the fetch reads no values or has no such prefetch.
-    private func prefetchJoins(_ request: StoreFetchRequest, layout: TableLayout) -> PrefetchJoins? {
+    ///
+    /// - Parameter joinedAliases: the aliases of the to-one key paths the predicate joins (by
+    ///   ``SQLScope/joinAliases``' keys, `.folder`): a destination joined there is read from that join.
+    private func prefetchJoins(_ request: StoreFetchRequest, layout: TableLayout, reusing joinedAliases: [String: String] = [:]) -> PrefetchJoins? {
         guard request.includesPropertyValues, !request.prefetchedToOnes.isEmpty else { return nil }
         var joins = PrefetchJoins(columns: layout.selectList)
         for relationship in request.prefetchedToOnes {
             guard let destination = relationship.destinationEntity, let target = layouts[destination.rootEntity.entityCode] else { continue }
-            let alias = "p\(joins.joined.count)"
+            let alias: String
+            if let joined = joinedAliases["." + relationship.name] {
+                alias = joined
+            } else {
+                alias = "p\(joins.joined.count)"
+                joins.sql += " LEFT JOIN \(target.table) AS \(alias) ON \(alias).\"Z_PK\" = t0.\(CoreDataLayout.quote(schema.columnName(for: relationship)))"
+            }
             joins.columns += ", " + target.selectList(alias: alias)
-            joins.sql += " LEFT JOIN \(target.table) AS \(alias) ON \(alias).\"Z_PK\" = t0.\(CoreDataLayout.quote(schema.columnName(for: relationship)))"
             joins.joined.append((target, (joins.joined.last.map { $0.start + $0.layout.selectedColumnCount } ?? layout.selectedColumnCount)))
         }
         return joins.joined.isEmpty ? nil : joins
