@@ -178,6 +178,8 @@ final class PostgresNIODriver: PostgresDriver, Sendable {
     private let poolTimeout: Double
     /// Fails the waits for a connection of the store's own pool when it cannot open one.
     private let health = PoolHealth()
+    /// The reads that run as named prepared statements.
+    fileprivate let preparedStatements = PostgresPreparedStatements()
     private let closed = NIOLockedValueBox(false)
     private let nextID = NIOLockedValueBox(1)
 
@@ -279,7 +281,8 @@ final class PostgresNIODriver: PostgresDriver, Sendable {
     @discardableResult
     func transaction<T>(isolation: PostgresIsolation, readOnly: Bool, _ body: (any PostgresSession) throws -> T) throws -> T {
         var lease = try checkOut()
-        var session = try Session(lease, logger: logger)
+        let prepared = readOnly ? preparedStatements : nil
+        var session = try Session(lease, prepared: prepared, inTransaction: true, logger: logger)
         let begin = "BEGIN ISOLATION LEVEL \(isolation.rawValue)\(readOnly ? " READ ONLY" : "")"
         do {
             try session.execute(begin, [])
@@ -289,7 +292,7 @@ final class PostgresNIODriver: PostgresDriver, Sendable {
             checkIn(lease, usable: false)
             lease = try checkOut()
             do {
-                session = try Session(lease, logger: logger)
+                session = try Session(lease, prepared: prepared, inTransaction: true, logger: logger)
                 try session.execute(begin, [])
             } catch {
                 checkIn(lease, usable: false)
@@ -320,42 +323,67 @@ final class PostgresNIODriver: PostgresDriver, Sendable {
     }
 
     func readOneStatement<T>(_ body: (any PostgresSession) throws -> T) throws -> T {
-        let lease = try checkOut()
-        do {
-            return try runOutsideTransaction(on: lease, body)
-        } catch let error as PostgresDriverError where error.kind == .connection {
-            // An idle connection the server closed (a restart) that did not look closed yet: a read
-            // changes nothing, so it runs again, once, on a new connection.
-            return try runOutsideTransaction(on: try checkOut(), body)
-        }
+        try body(PooledStatementSession(driver: self, reads: true))
     }
 
     func writeOneStatement<T>(_ body: (any PostgresSession) throws -> T) throws -> T {
-        let lease = try checkOut()
-        do {
-            return try runOutsideTransaction(on: lease, body)
-        } catch var error as PostgresDriverError where error.kind == .connection {
-            // Outside a transaction a statement commits as it ends: lost on the way, it may have.
-            error.commitInDoubt = true
-            throw error
-        }
+        try body(PooledStatementSession(driver: self, reads: false))
     }
 
-    /// Runs `body`'s one statement on `lease`'s connection outside a transaction, then checks the
-    /// connection in: back into the pool, unless the error was the connection's.
-    private func runOutsideTransaction<T>(on lease: Lease, _ body: (any PostgresSession) throws -> T) throws -> T {
-        do {
-            let session = OneStatementSession(try Session(lease, logger: logger))
-            let result = try body(session)
-            checkIn(lease, usable: true)
+    /// Runs one statement outside a transaction for a synchronous caller: one task on an event
+    /// loop leases a connection from the pool, runs the statement (as the prepared statement
+    /// `prepared` names, or unnamed), and gives the connection back, while the caller waits once
+    /// for the outcome. A caller that held the connection itself would wait for the lease, then for
+    /// the reply, and hand the connection back through the pool's task: three hand-offs between
+    /// threads where this makes one.
+    ///
+    /// - Throws: ``StatementFailure``, which says whether the statement reached a connection.
+    fileprivate func runPooled(
+        _ sql: String, _ binds: PostgresBindings, prepared: PostgresNamedStatement.Text?
+    ) throws(StatementFailure) -> StatementResult {
+        guard !closed.withLockedValue({ $0 }) else {
+            throw StatementFailure(error: PostgresDriverError(kind: .other, message: "The PostgreSQL store was closed"), sent: false)
+        }
+        let statement = PooledStatement()
+        health.waits(statement)
+        defer { health.stoppedWaiting(statement) }
+        let client = self.client, logger = self.logger
+        let task = Task.detached(executorPreference: executor) {
+            do {
+                let result = try await client.withConnection { connection -> StatementResult in
+                    guard statement.started(on: connection) else { throw CancellationError() }
+                    if let prepared {
+                        let rows = try await PostgresNamedStatement.run(prepared, bindings: binds, on: connection, logger: logger)
+                        return StatementResult(rows: rows, count: rows.count)
+                    }
+                    let reply: EventLoopFuture<PostgresQueryResult> = connection.query(PostgresQuery(unsafeSQL: sql, binds: binds), logger: logger)
+                    let result = try await reply.get()
+                    return StatementResult(rows: result.rows, count: result.metadata.rows ?? 0)
+                }
+                statement.finish(.success(result))
+            } catch {
+                statement.finish(.failure(error))
+            }
+        }
+        switch statement.wait(poolTimeout: poolTimeout) {
+        case .finished(.success(let result)):
             return result
-        } catch let error as PostgresDriverError where error.kind == .connection {
-            checkIn(lease, usable: false)
-            throw error
-        } catch {
-            // Outside a transaction, a statement's error leaves the connection as it was.
-            checkIn(lease, usable: true)
-            throw error
+        case .finished(.failure(let error)):
+            throw StatementFailure(error: Self.translate(error), sent: statement.wasSent)
+        case .failed(let error):
+            task.cancel()
+            throw StatementFailure(error: Self.translate(error), sent: false)
+        case .poolExhausted:
+            task.cancel()
+            throw StatementFailure(error: poolExhausted(), sent: false)
+        case .noReply(let seconds):
+            throw StatementFailure(
+                error: PostgresDriverError(kind: .connection, message: "no reply from the server within \(seconds) s while running \(sql.prefix(80)); the connection was closed"),
+                sent: true)
+        case .connectionClosed:
+            throw StatementFailure(
+                error: PostgresDriverError(kind: .connection, message: "the server closed the connection while running \(sql.prefix(80)), without a reply"),
+                sent: true)
         }
     }
 
@@ -451,7 +479,7 @@ final class PostgresNIODriver: PostgresDriver, Sendable {
 
     func exportSnapshot() throws -> any PostgresExportedSnapshot {
         let connection = try dedicatedConnection()
-        let session = Session(connection: connection, logger: logger)
+        let session = Session(connection: connection, prepared: nil, inTransaction: true, logger: logger)
         do {
             try session.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", [])
             guard case .text(let id)? = try session.query("SELECT pg_export_snapshot()", []).first?.first else {
@@ -518,52 +546,236 @@ final class PostgresNIODriver: PostgresDriver, Sendable {
 }
 
 /// The one statement of a read or a write outside a transaction (``PostgresNIODriver/readOneStatement(_:)``,
-/// ``PostgresNIODriver/writeOneStatement(_:)``).
-private final class OneStatementSession: PostgresSession {
-    private let session: Session
+/// ``PostgresNIODriver/writeOneStatement(_:)``), run on a connection of the pool when the body
+/// sends it (``PostgresNIODriver/runPooled(_:_:prepared:)``).
+private final class PooledStatementSession: PostgresSession {
+    private let driver: PostgresNIODriver
+    /// A read: it may run as a prepared statement, and runs again once when its connection was lost
+    /// (an idle connection the server closed, in a restart). A write's lost connection leaves its
+    /// commit in doubt.
+    private let reads: Bool
     private var ran = false
 
-    init(_ session: Session) { self.session = session }
+    init(driver: PostgresNIODriver, reads: Bool) {
+        self.driver = driver
+        self.reads = reads
+    }
 
-    private func starting(_ sql: String) {
+    func query(_ sql: String, _ parameters: [PostgresValue]) throws -> [[PostgresValue]] {
+        try run(sql, parameters).rows.map { row in
+            var cells: [PostgresValue] = []
+            try Session.decode(row, into: &cells)
+            return cells
+        }
+    }
+
+    func execute(_ sql: String, _ parameters: [PostgresValue]) throws -> Int {
+        try run(sql, parameters).count
+    }
+
+    func forEachRow(_ sql: String, _ parameters: [PostgresValue], _ body: ([PostgresValue]) throws -> Void) throws {
+        var cells: [PostgresValue] = []
+        for row in try run(sql, parameters).rows {
+            cells.removeAll(keepingCapacity: true)
+            try Session.decode(row, into: &cells)
+            try body(cells)
+        }
+    }
+
+    private func run(_ sql: String, _ parameters: [PostgresValue]) throws -> StatementResult {
         precondition(
             !ran,
             "PostgresNIODriver: a read or write outside a transaction ran a second statement (\(sql.prefix(80))); several statements run in a transaction")
         ran = true
+        let binds = try Session.binds(parameters)
+        guard reads else {
+            do {
+                return try driver.runPooled(sql, binds, prepared: nil)
+            } catch {
+                // Outside a transaction a statement commits as it ends: lost on the way, it may have.
+                var lost = error.error
+                if lost.kind == .connection && error.sent { lost.commitInDoubt = true }
+                throw lost
+            }
+        }
+        let types = Session.types(parameters)
+        var prepared = driver.preparedStatements.name(for: sql, types: types).map {
+            PostgresNamedStatement.Text(name: $0, sql: sql, types: types)
+        }
+        var retried = false
+        while true {
+            do {
+                return try driver.runPooled(sql, binds, prepared: prepared)
+            } catch {
+                if error.error.kind == .server, prepared != nil {
+                    // Refused as a prepared statement, for example when a table it reads changed
+                    // its columns after the connection prepared it ("cached plan must not change
+                    // result type"): it runs unnamed from now on, and now, as a read changes nothing.
+                    driver.preparedStatements.refuse(sql, types: types)
+                    prepared = nil
+                    continue
+                }
+                if error.error.kind == .connection, error.sent, !retried {
+                    retried = true
+                    continue
+                }
+                throw error.error
+            }
+        }
+    }
+}
+
+/// A statement's rows, and how many rows it returned or changed.
+private struct StatementResult: Sendable {
+    var rows: [PostgresRow]
+    var count: Int
+}
+
+/// Why ``PostgresNIODriver/runPooled(_:_:prepared:)`` failed, and whether the statement had
+/// reached a connection (a write that did may have committed).
+private struct StatementFailure: Error {
+    var error: PostgresDriverError
+    var sent: Bool
+}
+
+/// A statement ``PostgresNIODriver/runPooled(_:_:prepared:)`` runs in a task for a waiting
+/// caller: waiting for a connection (failed by the pool's time-out or by ``PoolHealth``), then
+/// running on one (failed by the reply's deadline or the connection's loss), then finished.
+private final class PooledStatement: PoolWaiter {
+    enum Outcome {
+        case finished(Result<StatementResult, any Error>)
+        /// ``PoolHealth`` failed the wait: the pool cannot open connections.
+        case failed(any Error)
+        case poolExhausted
+        case noReply(seconds: Int64)
+        case connectionClosed
     }
 
-    func query(_ sql: String, _ parameters: [PostgresValue]) throws -> [[PostgresValue]] {
-        starting(sql)
-        return try session.query(sql, parameters)
+    private enum State {
+        case waiting
+        case running(PostgresConnection)
+        case finished(Result<StatementResult, any Error>, sent: Bool)
+        case failed(any Error)
+        /// The caller stopped waiting for a connection.
+        case abandoned
     }
 
-    func execute(_ sql: String, _ parameters: [PostgresValue]) throws -> Int {
-        starting(sql)
-        return try session.execute(sql, parameters)
+    private let state = NIOLockedValueBox(State.waiting)
+    private let done = DispatchSemaphore(value: 0)
+
+    /// Called by the task with the pool's connection: whether the caller still waits for it.
+    func started(on connection: PostgresConnection) -> Bool {
+        state.withLockedValue { state in
+            guard case .waiting = state else { return false }
+            state = .running(connection)
+            return true
+        }
     }
 
-    func forEachRow(_ sql: String, _ parameters: [PostgresValue], _ body: ([PostgresValue]) throws -> Void) throws {
-        starting(sql)
-        try session.forEachRow(sql, parameters, body)
+    /// Called by the task with the statement's outcome (or the pool's error).
+    func finish(_ result: Result<StatementResult, any Error>) {
+        let waiting = state.withLockedValue { state -> Bool in
+            switch state {
+            case .waiting:
+                state = .finished(result, sent: false)
+            case .running:
+                state = .finished(result, sent: true)
+            case .finished, .failed, .abandoned:
+                return false
+            }
+            return true
+        }
+        if waiting { done.signal() }
+    }
+
+    func fail(_ error: any Error) {
+        let waiting = state.withLockedValue { state -> Bool in
+            guard case .waiting = state else { return false }
+            state = .failed(error)
+            return true
+        }
+        if waiting { done.signal() }
+    }
+
+    /// Whether the statement reached a connection.
+    var wasSent: Bool {
+        state.withLockedValue { state in
+            switch state {
+            case .running: true
+            case .finished(_, let sent): sent
+            case .waiting, .failed, .abandoned: false
+            }
+        }
+    }
+
+    /// Waits for the outcome: at most `poolTimeout` seconds for a connection, then at most the
+    /// reply's deadline (``PostgresDeadline/reply``) for the statement; a connection that closes
+    /// without a reply ends the wait a second later. A connection that comes after the pool's
+    /// time-out goes back to the pool at once.
+    func wait(poolTimeout: Double) -> Outcome {
+        let start = DispatchTime.now()
+        let poolDeadline = start + .nanoseconds(Int(poolTimeout * 1e9))
+        let replyDeadline = start + .nanoseconds(Int(PostgresDeadline.reply.nanoseconds))
+        var closedSince: DispatchTime?
+        while done.wait(timeout: .now() + .seconds(1)) == .timedOut {
+            let now = DispatchTime.now()
+            let running = state.withLockedValue { state -> PostgresConnection?? in
+                switch state {
+                case .waiting:
+                    guard now >= poolDeadline else { return .some(nil) }
+                    state = .abandoned
+                    return nil
+                case .running(let connection):
+                    return .some(connection)
+                case .finished, .failed, .abandoned:
+                    // Signalled meanwhile: the next wait returns at once.
+                    return .some(nil)
+                }
+            }
+            guard let running else { return .poolExhausted }
+            guard let connection = running else { continue }
+            if now >= replyDeadline {
+                closeQuietly(connection)
+                return .noReply(seconds: PostgresDeadline.reply.nanoseconds / 1_000_000_000)
+            }
+            guard connection.isClosed else { continue }
+            // Closed: the outcome is the statement's if it comes within a second more, else the connection's loss.
+            if let since = closedSince, now >= since + .seconds(1) { return .connectionClosed }
+            closedSince = closedSince ?? now
+        }
+        return state.withLockedValue { state -> Outcome in
+            switch state {
+            case .finished(let result, _): return .finished(result)
+            case .failed(let error): return .failed(error)
+            case .waiting, .running, .abandoned: preconditionFailure("PooledStatement.wait: signalled without an outcome")
+            }
+        }
     }
 }
 
 /// Statements on one checked-out connection.
 private struct Session: PostgresSession {
     let connection: PostgresConnection
+    /// The statements that run prepared; nil: all run unnamed.
+    let prepared: PostgresPreparedStatements?
+    /// Whether the statements run in a transaction, which a failed statement aborts: a read
+    /// refused as a prepared statement runs again unnamed only outside one.
+    let inTransaction: Bool
     let logger: Logger
 
-    init(connection: PostgresConnection, logger: Logger) {
+    init(connection: PostgresConnection, prepared: PostgresPreparedStatements?, inTransaction: Bool, logger: Logger) {
         self.connection = connection
+        self.prepared = prepared
+        self.inTransaction = inTransaction
         self.logger = logger
     }
 
     /// On a leased connection.
-    init(_ lease: Lease, logger: Logger) throws {
+    init(_ lease: Lease, prepared: PostgresPreparedStatements?, inTransaction: Bool, logger: Logger) throws {
         guard let connection = lease.connection else {
             throw PostgresDriverError(kind: .other, message: "PostgresNIODriver: a session on a connection given back to the pool")
         }
-        self.init(connection: connection, logger: logger)
+        self.init(connection: connection, prepared: prepared, inTransaction: inTransaction, logger: logger)
     }
 
     func query(_ sql: String, _ parameters: [PostgresValue]) throws -> [[PostgresValue]] {
@@ -576,7 +788,7 @@ private struct Session: PostgresSession {
 
     @discardableResult
     func execute(_ sql: String, _ parameters: [PostgresValue]) throws -> Int {
-        try run(sql, parameters).metadata.rows ?? 0
+        try run(sql, parameters).count
     }
 
     /// Each row's cells decoded into one array that is reused from row to row.
@@ -593,6 +805,22 @@ private struct Session: PostgresSession {
     static func decode(_ row: PostgresRow, into cells: inout [PostgresValue]) throws {
         cells.reserveCapacity(cells.count + row.count)
         for cell in row { cells.append(try value(cell)) }
+    }
+
+    /// The types PostgreSQL reads `parameters` as: a prepared statement's parameter types, which
+    /// with its text name it (NULL: unspecified, the server infers it).
+    static func types(_ parameters: [PostgresValue]) -> [PostgresDataType] {
+        parameters.map { parameter in
+            switch parameter {
+            case .null: .null
+            case .bool: .bool
+            case .int: .int8
+            case .double: .float8
+            case .text: .text
+            case .bytes: .bytea
+            case .array(let element, _): ArrayParameter(element: element, values: []).psqlType
+            }
+        }
     }
 
     /// A statement's parameters as PostgresNIO binds them.
@@ -612,11 +840,47 @@ private struct Session: PostgresSession {
         return binds
     }
 
-    private func run(_ sql: String, _ parameters: [PostgresValue]) throws -> PostgresQueryResult {
+    /// A statement's rows, and how many rows it returned or changed.
+    private func run(_ sql: String, _ parameters: [PostgresValue]) throws -> (rows: [PostgresRow], count: Int) {
         let binds = try Self.binds(parameters)
+        let types = prepared == nil ? [] : Self.types(parameters)
+        if let prepared, let name = prepared.name(for: sql, types: types) {
+            do {
+                let rows = try runPrepared(PostgresNamedStatement.Text(name: name, sql: sql, types: types), binds)
+                return (rows, rows.count)
+            } catch let error as PostgresDriverError where error.kind == .server {
+                // Refused as a prepared statement, for example when a table it reads changed its
+                // columns after the connection prepared it ("cached plan must not change result
+                // type"): it runs unnamed from now on, and a read outside a transaction runs
+                // again at once (it changed nothing).
+                prepared.refuse(sql, types: types)
+                if inTransaction { throw error }
+            }
+        }
         do {
-            return try connection.query(PostgresQuery(unsafeSQL: sql, binds: binds), logger: logger)
+            let result = try connection.query(PostgresQuery(unsafeSQL: sql, binds: binds), logger: logger)
                 .wait(atMost: PostgresDeadline.reply, on: connection, doing: "running \(sql.prefix(80))") { closeQuietly(connection) }
+            return (result.rows, result.metadata.rows ?? 0)
+        } catch {
+            throw PostgresNIODriver.translate(error)
+        }
+    }
+
+    /// `text`'s statement as a named prepared statement (prepared first when the connection has
+    /// not yet), run in a task on the connection's event loop, which the calling thread waits for.
+    private func runPrepared(_ text: PostgresNamedStatement.Text, _ binds: PostgresBindings) throws -> [PostgresRow] {
+        let connection = self.connection, logger = self.logger
+        let promise = connection.eventLoop.makePromise(of: [PostgresRow].self)
+        Task.detached(executorPreference: EventLoopTaskExecutor(connection.eventLoop)) {
+            do {
+                promise.succeed(try await PostgresNamedStatement.run(text, bindings: binds, on: connection, logger: logger))
+            } catch {
+                promise.fail(error)
+            }
+        }
+        do {
+            return try promise.futureResult
+                .wait(atMost: PostgresDeadline.reply, on: connection, doing: "running \(text.sql.prefix(80))") { closeQuietly(connection) }
         } catch {
             throw PostgresNIODriver.translate(error)
         }
