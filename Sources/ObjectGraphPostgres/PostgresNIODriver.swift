@@ -282,7 +282,7 @@ final class PostgresNIODriver: PostgresDriver, Sendable {
     func transaction<T>(isolation: PostgresIsolation, readOnly: Bool, _ body: (any PostgresSession) throws -> T) throws -> T {
         var lease = try checkOut()
         let prepared = readOnly ? preparedStatements : nil
-        var session = try Session(lease, prepared: prepared, inTransaction: true, logger: logger)
+        var session = try Session(lease, prepared: prepared, logger: logger)
         let begin = "BEGIN ISOLATION LEVEL \(isolation.rawValue)\(readOnly ? " READ ONLY" : "")"
         do {
             try session.execute(begin, [])
@@ -292,7 +292,7 @@ final class PostgresNIODriver: PostgresDriver, Sendable {
             checkIn(lease, usable: false)
             lease = try checkOut()
             do {
-                session = try Session(lease, prepared: prepared, inTransaction: true, logger: logger)
+                session = try Session(lease, prepared: prepared, logger: logger)
                 try session.execute(begin, [])
             } catch {
                 checkIn(lease, usable: false)
@@ -479,7 +479,7 @@ final class PostgresNIODriver: PostgresDriver, Sendable {
 
     func exportSnapshot() throws -> any PostgresExportedSnapshot {
         let connection = try dedicatedConnection()
-        let session = Session(connection: connection, prepared: nil, inTransaction: true, logger: logger)
+        let session = Session(connection: connection, prepared: nil, logger: logger)
         do {
             try session.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", [])
             guard case .text(let id)? = try session.query("SELECT pg_export_snapshot()", []).first?.first else {
@@ -548,7 +548,7 @@ final class PostgresNIODriver: PostgresDriver, Sendable {
 /// The one statement of a read or a write outside a transaction (``PostgresNIODriver/readOneStatement(_:)``,
 /// ``PostgresNIODriver/writeOneStatement(_:)``), run on a connection of the pool when the body
 /// sends it (``PostgresNIODriver/runPooled(_:_:prepared:)``).
-private final class PooledStatementSession: PostgresSession {
+private final class PooledStatementSession: StatementRunning {
     private let driver: PostgresNIODriver
     /// A read: it may run as a prepared statement, and runs again once when its connection was lost
     /// (an idle connection the server closed, in a restart). A write's lost connection leaves its
@@ -561,28 +561,7 @@ private final class PooledStatementSession: PostgresSession {
         self.reads = reads
     }
 
-    func query(_ sql: String, _ parameters: [PostgresValue]) throws -> [[PostgresValue]] {
-        try run(sql, parameters).rows.map { row in
-            var cells: [PostgresValue] = []
-            try Session.decode(row, into: &cells)
-            return cells
-        }
-    }
-
-    func execute(_ sql: String, _ parameters: [PostgresValue]) throws -> Int {
-        try run(sql, parameters).count
-    }
-
-    func forEachRow(_ sql: String, _ parameters: [PostgresValue], _ body: ([PostgresValue]) throws -> Void) throws {
-        var cells: [PostgresValue] = []
-        for row in try run(sql, parameters).rows {
-            cells.removeAll(keepingCapacity: true)
-            try Session.decode(row, into: &cells)
-            try body(cells)
-        }
-    }
-
-    private func run(_ sql: String, _ parameters: [PostgresValue]) throws -> StatementResult {
+    func run(_ sql: String, _ parameters: [PostgresValue]) throws -> StatementResult {
         precondition(
             !ran,
             "PostgresNIODriver: a read or write outside a transaction ran a second statement (\(sql.prefix(80))); several statements run in a transaction")
@@ -629,6 +608,37 @@ private final class PooledStatementSession: PostgresSession {
 private struct StatementResult: Sendable {
     var rows: [PostgresRow]
     var count: Int
+}
+
+/// A session that runs each statement to a ``StatementResult``; the rows' cells are decoded
+/// here, the same way for every session.
+private protocol StatementRunning: PostgresSession {
+    func run(_ sql: String, _ parameters: [PostgresValue]) throws -> StatementResult
+}
+
+extension StatementRunning {
+    func query(_ sql: String, _ parameters: [PostgresValue]) throws -> [[PostgresValue]] {
+        try run(sql, parameters).rows.map { row in
+            var cells: [PostgresValue] = []
+            try Session.decode(row, into: &cells)
+            return cells
+        }
+    }
+
+    @discardableResult
+    func execute(_ sql: String, _ parameters: [PostgresValue]) throws -> Int {
+        try run(sql, parameters).count
+    }
+
+    /// Each row's cells decoded into one array that is reused from row to row.
+    func forEachRow(_ sql: String, _ parameters: [PostgresValue], _ body: ([PostgresValue]) throws -> Void) throws {
+        var cells: [PostgresValue] = []
+        for row in try run(sql, parameters).rows {
+            cells.removeAll(keepingCapacity: true)
+            try Session.decode(row, into: &cells)
+            try body(cells)
+        }
+    }
 }
 
 /// Why ``PostgresNIODriver/runPooled(_:_:prepared:)`` failed, and whether the statement had
@@ -754,51 +764,24 @@ private final class PooledStatement: PoolWaiter {
 }
 
 /// Statements on one checked-out connection.
-private struct Session: PostgresSession {
+private struct Session: StatementRunning {
     let connection: PostgresConnection
-    /// The statements that run prepared; nil: all run unnamed.
+    /// The statements that run prepared (in a read-only transaction); nil: all run unnamed.
     let prepared: PostgresPreparedStatements?
-    /// Whether the statements run in a transaction, which a failed statement aborts: a read
-    /// refused as a prepared statement runs again unnamed only outside one.
-    let inTransaction: Bool
     let logger: Logger
 
-    init(connection: PostgresConnection, prepared: PostgresPreparedStatements?, inTransaction: Bool, logger: Logger) {
+    init(connection: PostgresConnection, prepared: PostgresPreparedStatements?, logger: Logger) {
         self.connection = connection
         self.prepared = prepared
-        self.inTransaction = inTransaction
         self.logger = logger
     }
 
     /// On a leased connection.
-    init(_ lease: Lease, prepared: PostgresPreparedStatements?, inTransaction: Bool, logger: Logger) throws {
+    init(_ lease: Lease, prepared: PostgresPreparedStatements?, logger: Logger) throws {
         guard let connection = lease.connection else {
             throw PostgresDriverError(kind: .other, message: "PostgresNIODriver: a session on a connection given back to the pool")
         }
-        self.init(connection: connection, prepared: prepared, inTransaction: inTransaction, logger: logger)
-    }
-
-    func query(_ sql: String, _ parameters: [PostgresValue]) throws -> [[PostgresValue]] {
-        try run(sql, parameters).rows.map { row in
-            var cells: [PostgresValue] = []
-            try Self.decode(row, into: &cells)
-            return cells
-        }
-    }
-
-    @discardableResult
-    func execute(_ sql: String, _ parameters: [PostgresValue]) throws -> Int {
-        try run(sql, parameters).count
-    }
-
-    /// Each row's cells decoded into one array that is reused from row to row.
-    func forEachRow(_ sql: String, _ parameters: [PostgresValue], _ body: ([PostgresValue]) throws -> Void) throws {
-        var cells: [PostgresValue] = []
-        for row in try run(sql, parameters).rows {
-            cells.removeAll(keepingCapacity: true)
-            try Self.decode(row, into: &cells)
-            try body(cells)
-        }
+        self.init(connection: connection, prepared: prepared, logger: logger)
     }
 
     /// A row's cells, decoded, appended to `cells`.
@@ -840,27 +823,26 @@ private struct Session: PostgresSession {
         return binds
     }
 
-    /// A statement's rows, and how many rows it returned or changed.
-    private func run(_ sql: String, _ parameters: [PostgresValue]) throws -> (rows: [PostgresRow], count: Int) {
+    func run(_ sql: String, _ parameters: [PostgresValue]) throws -> StatementResult {
         let binds = try Self.binds(parameters)
         let types = prepared == nil ? [] : Self.types(parameters)
         if let prepared, let name = prepared.name(for: sql, types: types) {
             do {
                 let rows = try runPrepared(PostgresNamedStatement.Text(name: name, sql: sql, types: types), binds)
-                return (rows, rows.count)
+                return StatementResult(rows: rows, count: rows.count)
             } catch let error as PostgresDriverError where error.kind == .server {
                 // Refused as a prepared statement, for example when a table it reads changed its
                 // columns after the connection prepared it ("cached plan must not change result
-                // type"): it runs unnamed from now on, and a read outside a transaction runs
-                // again at once (it changed nothing).
+                // type"): it runs unnamed from now on. The error aborted the transaction, so it
+                // cannot run again in this one.
                 prepared.refuse(sql, types: types)
-                if inTransaction { throw error }
+                throw error
             }
         }
         do {
             let result = try connection.query(PostgresQuery(unsafeSQL: sql, binds: binds), logger: logger)
                 .wait(atMost: PostgresDeadline.reply, on: connection, doing: "running \(sql.prefix(80))") { closeQuietly(connection) }
-            return (result.rows, result.metadata.rows ?? 0)
+            return StatementResult(rows: result.rows, count: result.metadata.rows ?? 0)
         } catch {
             throw PostgresNIODriver.translate(error)
         }

@@ -90,6 +90,31 @@ struct PostgresPreparedStatementTests {
         #expect(nulls.isEmpty)  // title <> NULL is never true
     }
 
+    /// In a read-only transaction (a read of several statements, a pinned query generation) the
+    /// reads are prepared too; in a transaction that writes, none is.
+    @Test func readOnlyTransactionsPrepareTheirReadsAndWritingOnesDoNot() throws {
+        let url = try PostgresTestServer.shared.get().makeDatabase()
+        let driver = try connect(url)
+        defer { driver.close() }
+        _ = try driver.writeOneStatement { try $0.execute("CREATE TABLE notes (id bigint PRIMARY KEY, title text)", []) }
+        let written = "SELECT count(*) FROM notes WHERE id > $1"
+        for i in 0..<3 {
+            try driver.transaction(isolation: .readCommitted, readOnly: false) { session in
+                _ = try session.execute("INSERT INTO notes VALUES ($1, 'n')", [.int(Int64(i))])
+                #expect(try session.query(written, [.int(-1)]) == [[.int(Int64(i + 1))]])
+            }
+        }
+        #expect(try prepared(driver).isEmpty)
+        let read = "SELECT title FROM notes WHERE id = $1"
+        for i in 0..<3 {
+            let rows = try driver.transaction(isolation: .repeatableRead, readOnly: true) { session in
+                try session.query(read, [.int(Int64(i))])
+            }
+            #expect(rows == [[.text("n")]])
+        }
+        #expect(try prepared(driver).count == 1)
+    }
+
     @Test func aPreparedReadTheServerRefusesRunsAgainUnnamed() throws {
         let url = try PostgresTestServer.shared.get().makeDatabase()
         let driver = try connect(url)
