@@ -229,7 +229,7 @@ final class PostgresNIODriver: PostgresDriver, Sendable {
     }
 
     /// Refuses new work once the store has closed its driver.
-    private func throwIfClosed() throws {
+    private func throwIfClosed() throws(PostgresDriverError) {
         if closed.withLockedValue({ $0 }) { throw PostgresDriverError(kind: .other, message: "The PostgreSQL store was closed") }
     }
 
@@ -341,8 +341,10 @@ final class PostgresNIODriver: PostgresDriver, Sendable {
     fileprivate func runPooled(
         _ sql: String, _ binds: PostgresBindings, prepared: PostgresNamedStatement.Text?
     ) throws(StatementFailure) -> StatementResult {
-        guard !closed.withLockedValue({ $0 }) else {
-            throw StatementFailure(error: PostgresDriverError(kind: .other, message: "The PostgreSQL store was closed"), sent: false)
+        do {
+            try throwIfClosed()
+        } catch {
+            throw StatementFailure(error: error, sent: false)
         }
         let statement = PooledStatement()
         health.waits(statement)
