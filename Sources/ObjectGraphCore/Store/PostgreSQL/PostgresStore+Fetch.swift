@@ -227,10 +227,9 @@ extension PostgresStore {
     /// the same statement (a `LEFT JOIN` of each destination's table by key), when PostgreSQL
     /// answers the fetch whole; otherwise the fetch alone, and the context prefetches afterwards.
     func fetch(_ request: StoreFetchRequest, store: PersistentStore, destinations: inout [StoreRow]) throws -> [StoreRow] {
-        guard let layout = layouts[request.entity.rootEntity.entityCode], var joins = prefetchJoins(request, layout: layout) else {
+        guard let layout = layouts[request.entity.rootEntity.entityCode], let (plan, joins) = try prefetchingPlan(request, layout: layout, store: store) else {
             return try fetch(request, store: store)
         }
-        let plan = try prefetchingPlan(request, layout: layout, store: store, joins: &joins)
         guard plan.split == nil, !plan.sortsInMemory else { return try fetch(request, store: store) }
         let read = try self.read("fetching \(request.entity.name)", oneStatement: true) { session in
             count()
@@ -246,8 +245,7 @@ extension PostgresStore {
     func fetchAsync(_ request: StoreFetchRequest, store: PersistentStore) async throws -> (rows: [StoreRow], destinations: [StoreRow])? {
         guard let layout = layouts[request.entity.rootEntity.entityCode] else { return ([], []) }
         let doing = "fetching \(request.entity.name)"
-        if var joins = prefetchJoins(request, layout: layout) {
-            let plan = try prefetchingPlan(request, layout: layout, store: store, joins: &joins)
+        if let (plan, joins) = try prefetchingPlan(request, layout: layout, store: store) {
             if plan.split == nil, !plan.sortsInMemory {
                 return readJoined(try await query(plan, doing: doing), layout: layout, joins: joins, store: store)
             }
@@ -269,18 +267,18 @@ extension PostgresStore {
         }
     }
 
-    /// The plan of a fetch with its to-one prefetches' `joins`, which become the joins the plan
-    /// selects: a destination the predicate already joined (`folder.id == %@` and a prefetch of
-    /// `folder`) is read from the predicate's join, where a second join of the same rows would
-    /// cost PostgreSQL a join more to plan and run.
-    private func prefetchingPlan(_ request: StoreFetchRequest, layout: TableLayout, store: PersistentStore, joins: inout PrefetchJoins) throws -> Plan {
-        var selected = joins
+    /// The plan of a fetch with its to-one prefetches joined, and those joins: a destination the
+    /// predicate already joined (`folder.id == %@` and a prefetch of `folder`) is read from the
+    /// predicate's join, where a second join of the same rows would cost PostgreSQL a join more to
+    /// plan and run. Nil when the fetch has no to-one prefetch to join (``prefetchJoins(_:layout:reusing:)``).
+    private func prefetchingPlan(_ request: StoreFetchRequest, layout: TableLayout, store: PersistentStore) throws -> (Plan, PrefetchJoins)? {
+        guard request.includesPropertyValues, !request.prefetchedToOnes.isEmpty else { return nil }
+        var joins: PrefetchJoins?
         let plan = try self.plan(request, store: store) { joinedAliases in
-            selected = prefetchJoins(request, layout: layout, reusing: joinedAliases) ?? joins
-            return (selected.columns, selected.sql)
+            joins = prefetchJoins(request, layout: layout, reusing: joinedAliases)
+            return (joins?.columns ?? layout.selectList, joins?.sql ?? "")
         }
-        joins = selected
-        return plan
+        return joins.map { (plan, $0) }
     }
 
     /// The joins that read a fetch's to-one prefetches' destinations with its rows: the columns
@@ -289,7 +287,7 @@ extension PostgresStore {
     ///
     /// - Parameter joinedAliases: the aliases of the to-one key paths the predicate joins (by
     ///   ``SQLScope/joinAliases``' keys, `.folder`): a destination joined there is read from that join.
-    private func prefetchJoins(_ request: StoreFetchRequest, layout: TableLayout, reusing joinedAliases: [String: String] = [:]) -> PrefetchJoins? {
+    private func prefetchJoins(_ request: StoreFetchRequest, layout: TableLayout, reusing joinedAliases: [String: String]) -> PrefetchJoins? {
         guard request.includesPropertyValues, !request.prefetchedToOnes.isEmpty else { return nil }
         var joins = PrefetchJoins(columns: layout.selectList)
         for relationship in request.prefetchedToOnes {
