@@ -50,8 +50,7 @@ extension ManagedObject {
     @inline(__always)
     func setCanonical(_ value: Value, _ index: Int) {
         checkTypedAccess(index)
-        let attribute = attributeDescription(index)
-        guard attribute.attributeType != .transformable else { return setAttribute(value, attribute, tracking: true) }
+        if entity.transformableIndices.contains(index) { return setAttribute(value, attributeDescription(index), tracking: true) }
         fireFaultIfNeeded()
         store(value, at: index, tracking: true)
     }

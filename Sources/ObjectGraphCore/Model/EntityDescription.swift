@@ -84,6 +84,9 @@ public final class EntityDescription: @unchecked Sendable, Hashable, CustomStrin
     @exclusivity(unchecked) var relationships: [RelationshipDescription] = []
     /// Attributes that are stored (not transient).
     @exclusivity(unchecked) var storedAttributes: [AttributeDescription] = []
+    /// The indices of the transformable attributes, whose values a typed accessor sets through
+    /// their coding (a mask: asking costs no retain of a property description).
+    @exclusivity(unchecked) var transformableIndices = PropertyMask()
     /// The topmost entity of the inheritance tree; its objects share one table.
     unowned(unsafe) var rootEntity: EntityDescription! = nil
     /// The entity's number in the model (stable: entities sorted by name).

@@ -206,6 +206,7 @@ public final class ManagedObjectModel: @unchecked Sendable, CustomStringConverti
             entity.attributesByName = Dictionary(entity.attributes.map { ($0.name, $0) }, uniquingKeysWith: { a, _ in a })
             entity.relationshipsByName = Dictionary(entity.relationships.map { ($0.name, $0) }, uniquingKeysWith: { a, _ in a })
             entity.storedAttributes = entity.attributes.filter { !$0.isTransient }
+            entity.transformableIndices = PropertyMask(entity.attributes.filter { $0.attributeType == .transformable }.map(\.index))
         }
         for entity in entities { layOut(entity) }
         for entity in entities {

@@ -7,12 +7,17 @@ struct PropertyMask: Sequence, ExpressibleByArrayLiteral, Equatable {
 
     init() { words = [] }
     init(arrayLiteral elements: Int...) {
+        self.init(elements)
+    }
+
+    init(_ elements: some Sequence<Int>) {
         self.init()
         for element in elements { insert(element) }
     }
 
     var isEmpty: Bool { small == 0 && words.allSatisfy { $0 == 0 } }
     var count: Int { small.nonzeroBitCount + words.reduce(0) { $0 + $1.nonzeroBitCount } }
+    var underestimatedCount: Int { count }
 
     @inline(__always)
     func contains(_ index: Int) -> Bool {
@@ -45,22 +50,54 @@ struct PropertyMask: Sequence, ExpressibleByArrayLiteral, Equatable {
         return index
     }
 
+    /// The indices in both masks.
+    func intersection(_ other: PropertyMask) -> PropertyMask {
+        var result = PropertyMask()
+        result.small = small & other.small
+        if !words.isEmpty && !other.words.isEmpty {
+            result.words = zip(words, other.words).map { $0 & $1 }
+        }
+        return result
+    }
+
+    /// The indices of this mask that are not in `other`.
+    func subtracting(_ other: PropertyMask) -> PropertyMask {
+        var result = self
+        result.small &= ~other.small
+        for i in result.words.indices where i < other.words.count { result.words[i] &= ~other.words[i] }
+        return result
+    }
+
     func union(_ other: PropertyMask) -> PropertyMask {
         var result = self
         for index in other { result.insert(index) }
         return result
     }
 
-    func makeIterator() -> AnyIterator<Int> {
-        var index = 0
-        let limit = 64 * (words.count + 1)
-        let mask = self
-        return AnyIterator {
-            while index < limit {
-                defer { index += 1 }
-                if mask.contains(index) { return index }
+    func makeIterator() -> Iterator { Iterator(small: small, words: words) }
+
+    /// The indices in ascending order, a set bit at a time (no test of the bits that are clear).
+    struct Iterator: IteratorProtocol {
+        private let words: [UInt64]
+        /// The bits of the current word not returned yet.
+        private var word: UInt64
+        /// The current word: -1 for `small`, then the positions of `words`.
+        private var position = -1
+
+        fileprivate init(small: UInt64, words: [UInt64]) {
+            self.word = small
+            self.words = words
+        }
+
+        mutating func next() -> Int? {
+            while word == 0 {
+                position += 1
+                guard position < words.count else { return nil }
+                word = words[position]
             }
-            return nil
+            let bit = word.trailingZeroBitCount
+            word &= word - 1
+            return 64 * (position + 1) + bit
         }
     }
 

@@ -100,22 +100,32 @@ extension SQLiteStore {
         let sqlite = statement.sqliteStatement
         var ids: [ManagedObjectID] = []
         ids.reserveCapacity(rows.count)
-        for row in rows {
-            sqlite3_reset(sqlite)
-            sqlite3_bind_int64(sqlite, 1, key)
-            sqlite3_bind_int64(sqlite, 2, Int64(number))
-            sqlite3_bind_int64(sqlite, 3, 1)
-            for (i, parameter) in parameters.enumerated() {
-                if parameter.isEntityColumn {
-                    sqlite3_bind_null(sqlite, CInt(i + 4))
-                } else {
-                    try bind(try stored(row.values[parameter.index], for: parameter.property), to: sqlite, at: CInt(i + 4), db)
+        // The parameters as plain values (the property's index, or -1 for an entity column): the
+        // loop below retains no property description per value. Only a value kept in an external
+        // file needs its attribute.
+        let indices = parameters.map { $0.isEntityColumn ? -1 : $0.index }
+        let external = usesExternalStorage && parameters.contains { ($0.property as? AttributeDescription)?.usesExternalStorage == true }
+        count(rows.count)
+        try rows.withUnsafeBufferPointer { rows in
+            for r in rows.indices {
+                sqlite3_reset(sqlite)
+                sqlite3_bind_int64(sqlite, 1, key)
+                sqlite3_bind_int64(sqlite, 2, Int64(number))
+                sqlite3_bind_int64(sqlite, 3, 1)
+                for i in indices.indices {
+                    let index = indices[i]
+                    if index < 0 {
+                        sqlite3_bind_null(sqlite, CInt(i + 4))
+                    } else if external {
+                        try bind(try stored(rows[r].values[index], for: parameters[i].property), to: sqlite, at: CInt(i + 4), db)
+                    } else {
+                        try bind(rows[r].values[index], to: sqlite, at: CInt(i + 4), db)
+                    }
                 }
+                try step(sqlite, db)
+                ids.append(ManagedObjectID(entity: entity, store: store, primaryKey: key))
+                key += 1
             }
-            count()
-            try step(sqlite, db)
-            ids.append(ManagedObjectID(entity: entity, store: store, primaryKey: key))
-            key += 1
         }
         return StoreBatchResult(affected: ids, inserted: ids)
     }
