@@ -23,6 +23,7 @@ package enum Metric: String, CaseIterable, Codable, Sendable, ExpressibleByArgum
     case readWrite = "readwrite"
     case merge
     case batchInsert = "batch_insert"
+    case batchInsertTyped = "batch_insert_typed"
     case batchUpdate = "batch_update"
     case batchDelete = "batch_delete"
     case frcMerge = "frc_merge"
@@ -39,7 +40,7 @@ package enum Metric: String, CaseIterable, Codable, Sendable, ExpressibleByArgum
         case .updateOneSave, .updateTyped, .updateSeparateSaves: .update
         case .readWrite: .readwrite
         case .merge: .merge
-        case .batchInsert, .batchUpdate, .batchDelete: .batch
+        case .batchInsert, .batchInsertTyped, .batchUpdate, .batchDelete: .batch
         case .frcMerge: .frcMerge
         }
     }
@@ -47,7 +48,7 @@ package enum Metric: String, CaseIterable, Codable, Sendable, ExpressibleByArgum
     /// How the ObjectGraph side reads and writes values.
     package var access: BenchAccess {
         switch self {
-        case .insertTyped, .fetchTyped, .updateTyped: .typed
+        case .insertTyped, .fetchTyped, .updateTyped, .batchInsertTyped: .typed
         default: .keyValue
         }
     }

@@ -108,12 +108,15 @@ struct BenchMeasurement {
                 target: .merge(raw: 1.5, objects: sizes.merge)) { side, _ in
                 try side.merge(rows: sizes.merge)
             }
-        case .batchInsert:
+        case .batchInsert, .batchInsertTyped:
+            let form = access == .typed
+                ? "a BatchInsertRequest whose handler sets the ten properties of a @Managed Item"
+                : "a BatchInsertRequest of dictionaries built untimed"
             return BenchMeasurement(
                 metric: metric,
-                summary: "insert \(sizes.batch.grouped) items into an empty store in one batch (ObjectGraph: a BatchInsertRequest of dictionaries built untimed; raw: a prepared INSERT stepped per row, one transaction; GRDB: a cached statement, one write)",
+                summary: "insert \(sizes.batch.grouped) items into an empty store in one batch (ObjectGraph: \(form); raw: a prepared INSERT stepped per row, one transaction; GRDB: a cached statement, one write)",
                 target: .ratios(raw: 1.3)) { side, _ in
-                try side.batchInsert(count: sizes.batch)
+                try side.batchInsert(count: sizes.batch, access: access)
             }
         case .batchUpdate:
             return BenchMeasurement(

@@ -56,8 +56,9 @@ protocol BenchSide: AnyObject {
     func merge(rows: Int) throws -> BenchSample?
 
     /// Inserts `count` items into a new, empty store through the side's bulk path (ObjectGraph: one
-    /// `BatchInsertRequest`). Timed: that request or transaction; the rows' values are built before.
-    func batchInsert(count: Int) throws -> BenchSample
+    /// `BatchInsertRequest`: of dictionaries built before, or, typed, from a handler that sets an
+    /// `Item`'s properties). Timed: that request or transaction.
+    func batchInsert(count: Int, access: BenchAccess) throws -> BenchSample
 
     /// Sets `i0` to `BenchData.batchUpdateValue(run:)` on the rows of `BenchData.batchRange(of:)`
     /// of the `rows`-item batch store, set-based (ObjectGraph: one `BatchUpdateRequest`). The

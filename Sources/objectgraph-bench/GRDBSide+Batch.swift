@@ -33,7 +33,7 @@ extension GRDBSide {
         return GRDBItem.filter((Int64(range.lowerBound)..<Int64(range.upperBound)).contains(Column("i1")))
     }
 
-    func batchInsert(count: Int) throws -> BenchSample {
+    func batchInsert(count: Int, access _: BenchAccess) throws -> BenchSample {
         let (pool, remove) = try newDatabase("batch-insert")
         defer { remove() }
         let seconds = try BenchClock.seconds {

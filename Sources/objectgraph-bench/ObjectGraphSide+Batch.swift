@@ -14,9 +14,9 @@ extension ObjectGraphSide {
     }
 
     /// A new store in a folder of its own under the side's folder, and a function that removes it.
-    func newStore(_ name: String) throws -> (PersistentStoreCoordinator, URL, remove: () -> Void) {
+    func newStore(_ name: String, access: BenchAccess = .keyValue) throws -> (PersistentStoreCoordinator, URL, remove: () -> Void) {
         let (url, remove) = try newStoreLocation(name)
-        let coordinator = try openCoordinator(at: url)
+        let coordinator = try openCoordinator(at: url, access: access)
         return (coordinator, url, { [self] in
             close(coordinator)
             remove()
@@ -50,18 +50,30 @@ extension ObjectGraphSide {
         return FetchPredicate(format: "i1 >= %@ AND i1 < %@", Int64(range.lowerBound), Int64(range.upperBound))
     }
 
-    func batchInsert(count: Int) throws -> BenchSample {
-        let objects = (0..<count).map(Self.itemRow)
-        let (coordinator, url, remove) = try newStore("batch-insert")
+    func batchInsert(count: Int, access: BenchAccess) throws -> BenchSample {
+        let request: BatchInsertRequest
+        switch access {
+        case .keyValue:
+            request = BatchInsertRequest(entityName: "Item", objects: (0..<count).map(Self.itemRow))
+        case .typed:
+            var next = 0
+            request = BatchInsertRequest(Item.self) { item in
+                guard next < count else { return true }
+                item.fill(row: next)
+                next += 1
+                return false
+            }
+        }
+        let (coordinator, url, remove) = try newStore("batch-insert", access: access)
         defer { remove() }
         let context = newContext(coordinator, name: "batch insert")
         let seconds = try context.performAndWait {
-            try BenchClock.seconds { try context.execute(BatchInsertRequest(entityName: "Item", objects: objects)) }
+            try BenchClock.seconds { try context.execute(request) }
         }
         // Read the store back with a new coordinator: what the sample reports is what was stored.
-        let reader = try openCoordinator(at: url)
+        let reader = try openCoordinator(at: url, access: access)
         defer { close(reader) }
-        let (rows, checksum) = try readAllItems(reader)
+        let (rows, checksum) = try readAllItems(reader, access: access)
         return BenchSample(seconds: seconds, rows: rows, checksum: checksum)
     }
 

@@ -259,7 +259,7 @@ final class RawPostgresSide: BenchSide {
     // MARK: - Batch
 
     /// The bulk path of PostgreSQL: the rows' values as ten arrays, unnested by one INSERT.
-    func batchInsert(count: Int) throws -> BenchSample {
+    func batchInsert(count: Int, access _: BenchAccess) throws -> BenchSample {
         let (connection, remove) = try newDatabase("batch-insert")
         defer { remove() }
         let values = (0..<count).map(Int64.init)

@@ -33,7 +33,7 @@ extension RawSide {
     }
 
     /// The floor of a bulk insert is `insert`'s: a prepared INSERT stepped per row, one transaction.
-    func batchInsert(count: Int) throws -> BenchSample {
+    func batchInsert(count: Int, access _: BenchAccess) throws -> BenchSample {
         try insert(count: count, access: .keyValue)
     }
 

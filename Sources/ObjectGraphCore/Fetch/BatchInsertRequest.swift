@@ -33,6 +33,18 @@ public enum BatchInsertRequestResultType: UInt, Sendable, Hashable {
 /// }
 /// ```
 ///
+/// Or, with a `@Managed` class, through its properties: the handler fills an object of the class and
+/// returns `true` to stop (that call's object is not inserted), with no dictionary to build or read:
+///
+/// ```swift
+/// var next = 0
+/// let insert = BatchInsertRequest(Note.self) { note in
+///     guard next < titles.count else { return true }
+///     note.title = titles[next]; next += 1
+///     return false
+/// }
+/// ```
+///
 /// Every row is checked before anything is written: a key that is not a stored attribute, a value
 /// of the wrong type, or a required attribute left without a value (and without a default) refuses
 /// the whole request with ``ObjectGraphError/validation`` naming the row, the entity and the key.
@@ -45,11 +57,29 @@ public final class BatchInsertRequest: PersistentStoreRequest {
     public let entityName: String
     /// The entity whose rows are inserted, when the request was made with one.
     public let entity: EntityDescription?
-    /// The rows to insert, by attribute name; nil when a ``dictionaryHandler`` supplies them.
+    /// The rows to insert, by attribute name; nil when a handler (``managedObjectHandler``,
+    /// ``dictionaryHandler``) supplies them.
     public var objectsToInsert: [[String: any Sendable]]?
     /// Fills one row per call and returns `true` to stop (that call's row is not inserted). It runs
     /// inside ``ManagedObjectContext/execute(_:)``, on the context's queue.
     public var dictionaryHandler: ((inout [String: any Sendable]) -> Bool)?
+    /// Fills one object per call and returns `true` to stop (that call's object is not inserted),
+    /// as Core Data's `managedObjectHandler`. It runs inside ``ManagedObjectContext/execute(_:)``, on
+    /// the context's queue.
+    ///
+    /// The object is of the entity's class and belongs to no context. Every call gets the same
+    /// object, its values reset to the model's defaults, so a row costs no object: set its
+    /// attributes, and keep nothing of it after the call. The properties the handler sets are the
+    /// row's keys (an upsert writes only those); relationships cannot be set (a set is refused with
+    /// the row's number), lifecycle methods such as `awakeFromInsert()` are not called, and a
+    /// `@Managed` property whose initial value is evaluated for each object (`var id = UUID()`)
+    /// starts at the model's default, not a new value: set it in the handler.
+    ///
+    /// When a handler is set, it supplies the rows, whatever ``objectsToInsert`` holds;
+    /// `managedObjectHandler` comes before ``dictionaryHandler``.
+    public var managedObjectHandler: ((ManagedObject) -> Bool)?
+    /// The class a typed request was made with, whose entity it inserts rows of.
+    private let objectType: ManagedObject.Type?
     /// What the result holds; ``BatchInsertRequestResultType/statusOnly`` by default.
     public var resultType: BatchInsertRequestResultType = .statusOnly
     /// Whether every context on the coordinator with ``ManagedObjectContext/automaticallyMergesChangesFromParent``
@@ -62,6 +92,7 @@ public final class BatchInsertRequest: PersistentStoreRequest {
         self.entityName = entityName
         self.entity = nil
         self.objectsToInsert = objects
+        self.objectType = nil
     }
 
     /// A request to insert `objects` as rows of `entity`.
@@ -69,6 +100,7 @@ public final class BatchInsertRequest: PersistentStoreRequest {
         self.entityName = entity.name
         self.entity = entity
         self.objectsToInsert = objects
+        self.objectType = nil
     }
 
     /// A request to insert the rows `dictionaryHandler` fills, until it returns `true`.
@@ -76,6 +108,7 @@ public final class BatchInsertRequest: PersistentStoreRequest {
         self.entityName = entityName
         self.entity = nil
         self.dictionaryHandler = dictionaryHandler
+        self.objectType = nil
     }
 
     /// A request to insert rows of `entity` that `dictionaryHandler` fills, until it returns `true`.
@@ -83,6 +116,21 @@ public final class BatchInsertRequest: PersistentStoreRequest {
         self.entityName = entity.name
         self.entity = entity
         self.dictionaryHandler = dictionaryHandler
+        self.objectType = nil
+    }
+
+    /// A request to insert rows of the entity whose class is `Object`, each from an object of the
+    /// class that `managedObjectHandler` fills, until it returns `true` (see
+    /// ``managedObjectHandler``).
+    ///
+    /// The entity is the one the model of the executing context gives `Object`; executing the
+    /// request throws ``ObjectGraphError/invalidFetchRequest`` when there is none.
+    public init<Object: ManagedObject>(_ type: Object.Type, managedObjectHandler: @escaping (Object) -> Bool) {
+        self.entityName = ManagedObjectModel.entityName(of: type)
+        self.entity = nil
+        self.objectType = type
+        // The object is of the entity's class, which is `Object` (checked once in `execute`).
+        self.managedObjectHandler = { managedObjectHandler(unsafeDowncast($0, to: Object.self)) }
     }
 
     /// ``PersistentStoreRequestType/batchInsertRequestType``.
@@ -90,20 +138,31 @@ public final class BatchInsertRequest: PersistentStoreRequest {
 
     override func execute(in context: ManagedObjectContext) throws -> PersistentStoreResult {
         let coordinator = context.coordinator
-        let entity = try coordinator.batchEntity(named: entityName, entity)
+        let entity = try coordinator.batchEntity(named: try objectType.map(context.entityName(for:)) ?? entityName, entity)
         if entity.isAbstract {
             throw ObjectGraphError(.validation, "Batch insert of \(entity.name): the entity is abstract; nothing was written", entityName: entity.name)
         }
         let check = BatchValues.InsertRows(entity: entity)
         var rows: [BatchRow] = []
-        if let objects = objectsToInsert {
-            rows = try BatchValues.insertRows(objects, check)
+        if let handler = managedObjectHandler {
+            if let objectType, entity.managedObjectClass != objectType {
+                throw ObjectGraphError(
+                    .invalidFetchRequest, "Batch insert of \(entity.name): the entity's class is \(entity.managedObjectClass), not \(objectType); nothing was written",
+                    entityName: entity.name)
+            }
+            let object = entity.managedObjectClass.init(entity: entity, insertInto: nil)
+            object.startBatchRow(check.defaults)
+            while !handler(object) {
+                rows.append(try BatchValues.insertRow(from: object, number: rows.count, check))
+            }
         } else if let handler = dictionaryHandler {
             while true {
                 var row: [String: any Sendable] = [:]
                 if handler(&row) { break }
                 rows.append(try BatchValues.insertRow(row, number: rows.count, check))
             }
+        } else if let objects = objectsToInsert {
+            rows = try BatchValues.insertRows(objects, check)
         }
         // The rows go to one store, as a save's inserts do: the first that can hold the entity.
         let stores = try coordinator.batchStores(for: entity, affectedStores: affectedStores)

@@ -21,6 +21,10 @@ enum BatchValues {
         /// The index in ``slots`` of each name, for an entity with many attributes (a scan of the
         /// names costs less below that).
         let slotsByName: [String: Int]?
+        /// The indices of the relationships and of the transient attributes: what a row from an
+        /// object may not set, and what it sets that is not stored.
+        let relationships: PropertyMask
+        let transients: PropertyMask
 
         struct Slot {
             let name: String
@@ -36,6 +40,8 @@ enum BatchValues {
             let slots = entity.storedAttributes.map { Slot(name: $0.name, index: $0.index, type: $0.attributeType) }
             self.slots = slots
             slotsByName = slots.count > 16 ? Dictionary(slots.indices.map { (slots[$0].name, $0) }, uniquingKeysWith: { first, _ in first }) : nil
+            relationships = PropertyMask(entity.relationships.map(\.index))
+            transients = PropertyMask(entity.attributes.filter(\.isTransient).map(\.index))
         }
 
         /// The slot of the stored attribute named `key`; nil for any other key.
@@ -118,11 +124,47 @@ enum BatchValues {
             values[index] = try exact ?? value(raw, for: rows.entity.properties[index] as! AttributeDescription, entity: rows.entity, context: context())
             given.append(index)
         }
+        given.sort()
+        return try row(values, given: given, number: number, rows) { given.contains($0) }
+    }
+
+    /// One row of a batch insert from the object its handler filled
+    /// (``BatchInsertRequest/managedObjectHandler``), taken out of the object, which starts the next
+    /// row with the model's defaults. The properties set are the row's given keys; transformable
+    /// values are encoded here, as a save encodes them.
+    ///
+    /// - Throws: ``ObjectGraphError/validation`` naming the row, the entity and the key: a
+    ///   relationship set (a batch insert sets stored attributes only), a value of the wrong type
+    ///   set through `setValue(_:forKey:)`, a transformable value that does not encode, a required
+    ///   attribute without a value.
+    static func insertRow(from object: ManagedObject, number: Int, _ rows: InsertRows) throws -> BatchRow {
+        var (values, set, boxed) = object.takeBatchRow(restarting: rows.defaults)
+        func context() -> String { "Batch insert row \(number) of \(rows.entity.name)" }
+        // Asked of masks, not of the properties' descriptions: a row of ten values costs no retain of the model.
+        if let index = set.intersection(rows.relationships).first(where: { _ in true }) {
+            let name = rows.entity.properties[index].name
+            throw ObjectGraphError(
+                .validation, "\(context()): '\(name)' is a relationship; batch requests set stored attributes only; nothing was written",
+                entityName: rows.entity.name, key: name)
+        }
+        let stored = set.subtracting(rows.transients)
+        if !boxed.isEmpty {
+            for index in stored {
+                guard let raw = boxed.removeValue(forKey: index) else { continue }
+                values[index] = try value(raw, for: rows.entity.properties[index] as! AttributeDescription, entity: rows.entity, context: context())
+            }
+        }
+        return try row(values, given: Array(stored), number: number, rows) { stored.contains($0) }
+    }
+
+    /// A row's values checked for its required attributes; `given` (sorted) are the attributes the
+    /// row set, `isGiven` says whether it set one.
+    private static func row(_ values: [Value], given: [Int], number: Int, _ rows: InsertRows, isGiven: (Int) -> Bool) throws -> BatchRow {
         var missing: String?
         for (index, name) in rows.required where values[index].isNull {
-            if given.contains(index) {
+            if isGiven(index) {
                 throw ObjectGraphError(
-                    .validation, "\(context()) sets required attribute '\(name)' to nil; nothing was written",
+                    .validation, "Batch insert row \(number) of \(rows.entity.name) sets required attribute '\(name)' to nil; nothing was written",
                     entityName: rows.entity.name, key: name)
             }
             missing = missing ?? name
@@ -132,7 +174,6 @@ enum BatchValues {
         if let missing, !rows.upserts {
             throw missingRequired(missing, number: number, entity: rows.entity)
         }
-        given.sort()
         return BatchRow(values: values, given: given, missingRequired: missing)
     }
 

@@ -24,6 +24,7 @@ extension ManagedObject {
     }
 
     func setRelationship(_ newValue: Any?, _ relationship: RelationshipDescription, maintainInverse: Bool = true) {
+        if state.isBatchRow { return noteRelationshipSetInBatchRow(relationship.index) }
         fireFaultIfNeeded()
         if relationship.isToMany {
             var objects: [ManagedObject]

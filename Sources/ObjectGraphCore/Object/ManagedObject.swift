@@ -411,6 +411,31 @@ extension ManagedObject {
         loadEmptyToManyRelationships()
     }
 
+    /// The object a batch insert's handler fills starts its next row: `defaults` (the model's
+    /// default for every property), nothing set (``BatchInsertRequest/managedObjectHandler``).
+    func startBatchRow(_ defaults: [Value]) {
+        values = defaults
+        if !boxed.isEmpty { boxed = [:] }
+        if !toMany.isEmpty { toMany = [:] }
+        changedIndices = []
+        state.startBatchRow()
+    }
+
+    /// What the handler set, taken out of the object, which starts its next row with `defaults`:
+    /// the values, the indexes set, and the values kept boxed (transformable ones, and values of the
+    /// wrong type, which the row's check refuses).
+    func takeBatchRow(restarting defaults: [Value]) -> (values: [Value], set: PropertyMask, boxed: [Int: Any]) {
+        let row = (values, changedIndices, boxed)
+        startBatchRow(defaults)
+        return row
+    }
+
+    /// A relationship set on a batch insert's object: only noted, for the row's check to refuse
+    /// (a batch insert sets stored attributes only), so that no other object is touched.
+    func noteRelationshipSetInBatchRow(_ index: Int) {
+        changedIndices.insert(index)
+    }
+
     /// The model's default for each property, in its stored form (nil for relationships).
     private var defaultStoredValues: [Value] {
         entity.properties.map { ($0 as? AttributeDescription)?.defaultStoredValue ?? .null }

@@ -65,6 +65,9 @@ struct ObjectState: Equatable {
         /// Data does: it has no row to read, so it keeps its values, and reads as a fault until
         /// it is used again.
         static let faultedInsert = Marks(rawValue: 1 << 4)
+        /// The object a batch insert's handler fills, in no context: setting a relationship on it
+        /// is recorded for the row's check to refuse, and touches no other object.
+        static let batchRow = Marks(rawValue: 1 << 5)
     }
 
     private(set) var phase: Phase = .detached
@@ -101,6 +104,15 @@ struct ObjectState: Equatable {
         phase = .inserted
         marks = []
     }
+
+    /// The object a batch insert's handler fills starts a row: new, so that every value set counts
+    /// as given, even one equal to the default.
+    mutating func startBatchRow() {
+        phase = .inserted
+        marks = [.batchRow]
+    }
+
+    var isBatchRow: Bool { marks.contains(.batchRow) }
 
     /// The object becomes (again) a fault. Returns whether it held a row-cache reference, which
     /// the caller gives back.
