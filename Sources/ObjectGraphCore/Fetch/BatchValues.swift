@@ -106,8 +106,7 @@ enum BatchValues {
     /// - Throws: ``ObjectGraphError/validation`` naming the row, the entity and the key.
     static func insertRow(_ dictionary: [String: any Sendable], number: Int, _ rows: InsertRows) throws -> BatchRow {
         var values = rows.defaults
-        var given: [Int] = []
-        given.reserveCapacity(dictionary.count)
+        var given = PropertyMask()
         // Made only for an error message, never once per row.
         func context() -> String { "Batch insert row \(number) of \(rows.entity.name)" }
         for (key, raw) in dictionary {
@@ -122,10 +121,9 @@ enum BatchValues {
                 exact = nil
             }
             values[index] = try exact ?? value(raw, for: rows.entity.properties[index] as! AttributeDescription, entity: rows.entity, context: context())
-            given.append(index)
+            given.insert(index)
         }
-        given.sort()
-        return try row(values, given: given, number: number, rows) { given.contains($0) }
+        return try row(values, given: given, number: number, rows)
     }
 
     /// One row of a batch insert from the object its handler filled
@@ -154,15 +152,14 @@ enum BatchValues {
                 values[index] = try value(raw, for: rows.entity.properties[index] as! AttributeDescription, entity: rows.entity, context: context())
             }
         }
-        return try row(values, given: Array(stored), number: number, rows) { stored.contains($0) }
+        return try row(values, given: stored, number: number, rows)
     }
 
-    /// A row's values checked for its required attributes; `given` (sorted) are the attributes the
-    /// row set, `isGiven` says whether it set one.
-    private static func row(_ values: [Value], given: [Int], number: Int, _ rows: InsertRows, isGiven: (Int) -> Bool) throws -> BatchRow {
+    /// A row's values checked for its required attributes; `given` are the attributes the row set.
+    private static func row(_ values: [Value], given: PropertyMask, number: Int, _ rows: InsertRows) throws -> BatchRow {
         var missing: String?
         for (index, name) in rows.required where values[index].isNull {
-            if isGiven(index) {
+            if given.contains(index) {
                 throw ObjectGraphError(
                     .validation, "Batch insert row \(number) of \(rows.entity.name) sets required attribute '\(name)' to nil; nothing was written",
                     entityName: rows.entity.name, key: name)

@@ -286,7 +286,15 @@ open class ManagedObject: Hashable, CustomStringConvertible {
         return value.publicValue(for: attribute.attributeType)
     }
 
+    /// Fires the fault, or uses an inserted object's faulted values, when the object reads as a
+    /// fault; inlined into every accessor, its work outlined (most objects read are not faults).
+    @inline(__always)
     func fireFaultIfNeeded() {
+        if state.readsAsFault { fireFault() }
+    }
+
+    @inline(never)
+    private func fireFault() {
         if state.isFault {
             guard let context = managedObjectContext else {
                 fatalError("ObjectGraph: object \(objectID) is a fault with no context (its context was reset or deallocated); it cannot be read")

@@ -10,7 +10,7 @@ import Foundation
 struct BatchRow: Sendable {
     var values: [Value]
     /// The stored attributes the row named, in property order: an upsert writes only these.
-    var given: [Int]
+    var given: PropertyMask
     /// A required attribute the row leaves without a value: refused if the row is inserted rather
     /// than upserted.
     var missingRequired: String? = nil
@@ -129,7 +129,7 @@ struct BatchInsertPlan {
                             "Batch insert row \(number) of \(entity.name) has \(described), which a \(id.entity.name) already has; a batch insert of \(entity.name) cannot update it; nothing was written",
                             entityName: entity.name, key: attributes.map(\.name).joined(separator: ","), objectID: id)
                     }
-                    save.updated.append(SavedObject(id: id, entity: entity, values: row.values, changedIndices: row.given, expectedVersion: nil))
+                    save.updated.append(SavedObject(id: id, entity: entity, values: row.values, changedIndices: Array(row.given), expectedVersion: nil))
                     position = (false, save.updated.count - 1)
                 }
             }
