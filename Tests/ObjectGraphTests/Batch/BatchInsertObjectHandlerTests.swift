@@ -9,6 +9,18 @@ struct BatchInsertObjectHandlerTests {
         try TestStack(kind, model: ManagedObjectModel(types: [Folder.self, Note.self, Tag.self, Sample.self, Circle.self]))
     }
 
+    /// A request of two notes, titled `n1` and `n2`; `second` does more to the second one (row 1).
+    static func twoNotes(second: @escaping (Note) -> Void) -> BatchInsertRequest {
+        var calls = 0
+        return BatchInsertRequest(Note.self) { note in
+            calls += 1
+            if calls == 3 { return true }
+            note.title = "n\(calls)"
+            if calls == 2 { second(note) }
+            return false
+        }
+    }
+
     @Test(arguments: StoreKind.everyStore)
     func aTypedHandlerGivesARowPerCallUntilItReturnsTrueEachFromTheModelsDefaults(_ kind: StoreKind) throws {
         let stack = try Self.typedStack(kind)
@@ -105,14 +117,7 @@ struct BatchInsertObjectHandlerTests {
         let folder = Folder(context: context)
         folder.name = "inbox"
         try context.save()
-        var calls = 0
-        let insert = BatchInsertRequest(Note.self) { note in
-            calls += 1
-            if calls == 3 { return true }
-            note.title = "n\(calls)"
-            if calls == 2 { note.folder = folder }
-            return false
-        }
+        let insert = Self.twoNotes { $0.folder = folder }
         let error = try #require(throws: ObjectGraphError.self) { try context.execute(insert) }
         #expect(error.code == .validation)
         #expect(error.entityName == "Note")
@@ -126,14 +131,7 @@ struct BatchInsertObjectHandlerTests {
     @Test(arguments: StoreKind.everyStore)
     func aValueOfTheWrongTypeSetByKeyRefusesTheRequestNamingTheRowAndKey(_ kind: StoreKind) throws {
         let stack = try Self.typedStack(kind)
-        var calls = 0
-        let insert = BatchInsertRequest(Note.self) { note in
-            calls += 1
-            if calls == 3 { return true }
-            note.title = "n\(calls)"
-            if calls == 2 { note.setValue("high", forKey: "rank") }
-            return false
-        }
+        let insert = Self.twoNotes { $0.setValue("high", forKey: "rank") }
         let error = try #require(throws: ObjectGraphError.self) { try stack.context().execute(insert) }
         #expect(error.code == .validation)
         #expect(error.key == "rank")

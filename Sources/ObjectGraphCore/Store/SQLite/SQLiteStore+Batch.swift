@@ -105,7 +105,9 @@ extension SQLiteStore {
         // file needs its attribute.
         let indices = parameters.map { $0.isEntityColumn ? -1 : $0.index }
         let external = usesExternalStorage && parameters.contains { ($0.property as? AttributeDescription)?.usesExternalStorage == true }
-        count(rows.count)
+        // Counted once, as many as were run (a failing row's statement included, as before).
+        var run = 0
+        defer { count(run) }
         try rows.withUnsafeBufferPointer { rows in
             for r in rows.indices {
                 sqlite3_reset(sqlite)
@@ -122,6 +124,7 @@ extension SQLiteStore {
                         try bind(rows[r].values[index], to: sqlite, at: CInt(i + 4), db)
                     }
                 }
+                run += 1
                 try step(sqlite, db)
                 ids.append(ManagedObjectID(entity: entity, store: store, primaryKey: key))
                 key += 1
